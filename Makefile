@@ -1,0 +1,79 @@
+# Positional encodings in transformers: a checked notebook course.
+# `make` alone lists the targets. Every target sets up the environment first if it is missing.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.course-installed
+REF_STAMP := $(VENV)/.reference-installed
+CONDA := $(shell command -v micromamba 2>/dev/null || command -v mamba 2>/dev/null || command -v conda 2>/dev/null)
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
+export PYTHONHASHSEED := 0
+
+.PHONY: help setup reference test unit nbval lint check-normalized execute normalize lab lock bench clean
+
+help: ## Show this list of targets
+	@echo "Positional encodings in transformers: make targets"
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-18s %s\n", $$1, $$2}'
+
+setup: $(STAMP) ## Create .venv (conda/mamba/micromamba with environment.yml if on PATH, else venv) with everything installed
+
+$(STAMP): pyproject.toml constraints.txt environment.yml
+ifneq ($(CONDA),)
+	@echo "Using $(CONDA) with environment.yml"
+	if [ -d $(VENV)/conda-meta ]; then $(CONDA) env update -p $(VENV) -f environment.yml; \
+	else $(CONDA) env create -y -p $(VENV) -f environment.yml; fi
+else
+	@test -x $(PYTHON) || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -c constraints.txt -e '.[dev]'
+endif
+	@touch $(STAMP)
+
+reference: $(REF_STAMP) ## Also install the reference implementations the tests compare against (torch, transformers)
+
+$(REF_STAMP): $(STAMP)
+	$(PYTHON) -m pip install --quiet -c constraints.txt -e '.[dev,reference]'
+	@touch $(REF_STAMP)
+
+test: setup ## Run every test: unit tests, every notebook under nbval, lint, notebook normalisation
+	$(PYTHON) -m pytest tests notebooks $(PYTEST_NB) -p no:cacheprovider
+	$(PYTHON) -m ruff check course_utils tests tools notebooks
+	$(PYTHON) tools/notebooks.py check $(NOTEBOOKS)
+
+unit: setup ## Run only the unit tests (fast)
+	$(PYTHON) -m pytest tests -q -p no:cacheprovider
+
+nbval: setup ## Run only the notebooks under nbval
+	$(PYTHON) -m pytest notebooks $(PYTEST_NB) -p no:cacheprovider
+
+lint: setup ## Lint course_utils, tests and the notebooks with ruff
+	$(PYTHON) -m ruff check course_utils tests tools notebooks
+
+check-normalized: setup ## Check that committed notebooks are normalised
+	$(PYTHON) tools/notebooks.py check $(NOTEBOOKS)
+
+execute: setup ## Re-run every notebook top to bottom in a fresh kernel, in place, and normalise it (NB=path for one)
+	$(PYTHON) tools/notebooks.py execute $(or $(NB),$(NOTEBOOKS))
+
+normalize: setup ## Normalise notebooks in place without executing them
+	$(PYTHON) tools/notebooks.py normalize $(NOTEBOOKS)
+
+lab: setup ## Open JupyterLab on notebooks/ with the course environment's kernel
+	$(VENV)/bin/jupyter lab notebooks/
+
+lock: ## Refresh constraints.txt: resolve the newest versions allowed by pyproject.toml in a clean venv
+	rm -rf .lock-venv && python3 -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet --upgrade pip
+	@# torch first, as the CPU build pinned in constraints.txt: an unpinned torch resolves to a CUDA build of several GB.
+	.lock-venv/bin/pip install --quiet 'torch==2.13.0'
+	.lock-venv/bin/pip install --quiet -e '.[dev,reference]'
+	( echo "# Versions the course was tested with. Refresh with 'make lock'; installs use it as pip -c."; \
+	  .lock-venv/bin/pip freeze --exclude-editable | sed -E 's/\+cpu$$//' | sort -f ) > constraints.txt
+	rm -rf .lock-venv
+
+clean: ## Remove the environment and build outputs
+	rm -rf $(VENV) _build .pytest_cache .hypothesis

@@ -1,0 +1,96 @@
+"""ALiBi: attention with linear biases (Press et al. 2022).
+
+No position vector is added to the tokens. Each head ``h`` adds ``-m_h * (i - j)`` to the score of
+query ``i`` and key ``j <= i``: a penalty that grows linearly with distance, with a head-specific
+slope ``m_h`` from a geometric sequence.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _validate as val
+
+__all__ = ["alibi_slopes", "alibi_bias", "alibi_bias_bloom"]
+
+
+def _power_of_two_slopes(n):
+    # m_k = 2^(-8k/n), k = 1..n: start 2^(-8/n), ratio 2^(-8/n).
+    return 2.0 ** (-8.0 * np.arange(1, n + 1) / n)
+
+
+def alibi_slopes(n_heads):
+    """Head slopes ``m_1 .. m_n``, shape ``(n_heads,)``.
+
+    For ``n`` a power of two, ``m_k = 2^(-8k/n)``. Otherwise, with ``c`` the largest power of two
+    below ``n``: the ``c`` slopes for ``c`` heads, then every other slope of the ``2c``-head
+    sequence (``2^(-0.5 * 8/c)``, ``2^(-1.5 * 8/c)``, ...) until there are ``n``.
+
+    References
+    ----------
+    Press et al. 2022, section 3; ofirpress/attention_with_linear_biases
+    ``fairseq/models/transformer.py`` ``get_slopes``; Hugging Face ``models/bloom/modeling_bloom.py``
+    ``build_alibi_tensor``.
+    """
+    n_heads = val.positive_int(n_heads, "n_heads")
+    closest = 2 ** int(math.floor(math.log2(n_heads)))
+    if closest == n_heads:
+        return _power_of_two_slopes(n_heads)
+    extra = _power_of_two_slopes(2 * closest)[0::2][: n_heads - closest]
+    return np.concatenate([_power_of_two_slopes(closest), extra])
+
+
+def alibi_bias(n_heads, n_queries, n_keys=None, *, causal=True):
+    """ALiBi bias, shape ``(n_heads, n_queries, n_keys)``, to add to the attention scores.
+
+    The queries are the last ``n_queries`` of the ``n_keys`` positions (decoding with a cache):
+    query row ``r`` sits at position ``i = n_keys - n_queries + r``.
+
+    * ``causal=True`` (the paper, decoders): ``-m_h (i - j)`` for ``j <= i`` and ``-inf`` for
+      ``j > i``, so the causal mask is part of the bias.
+    * ``causal=False`` (a symmetric encoder variant): ``-m_h |i - j|`` everywhere.
+    """
+    slopes = alibi_slopes(n_heads)
+    n_queries = val.positive_int(n_queries, "n_queries")
+    n_keys = n_queries if n_keys is None else val.positive_int(n_keys, "n_keys")
+    causal = val.boolean(causal, "causal")
+    if n_keys < n_queries:
+        raise ValueError(
+            f"n_keys must be >= n_queries (queries are the last n_queries of the keys), got "
+            f"n_keys={n_keys}, n_queries={n_queries}"
+        )
+    distance = np.arange(n_keys - n_queries, n_keys)[:, None] - np.arange(n_keys)[None, :]  # i - j
+    bias = -slopes[:, None, None] * np.abs(distance)[None]
+    if causal:
+        bias = np.where(distance[None] < 0, -np.inf, bias)
+    return bias
+
+
+def alibi_bias_bloom(n_heads, n_keys, *, attention_mask=None):
+    """BLOOM's form of the bias: ``+m_h * j`` for key ``j``, the same for every query.
+
+    Shape ``(n_heads, 1, n_keys)``, or ``(batch, n_heads, 1, n_keys)`` with an ``attention_mask``
+    of shape ``(batch, n_keys)`` (1 for real tokens, 0 for padding), in which case ``j`` counts real
+    tokens only: ``j = (cumsum(mask) - 1) * mask``.
+
+    Under a causal mask this equals the paper's ``-m_h (i - j)`` after the softmax, because the
+    two differ by ``-m_h i``, a constant across each query's row. It does not give the symmetric
+    ``-m_h |i - j|``.
+
+    References
+    ----------
+    Hugging Face ``models/bloom/modeling_bloom.py`` ``build_alibi_tensor``.
+    """
+    slopes = alibi_slopes(n_heads)
+    n_keys = val.positive_int(n_keys, "n_keys")
+    if attention_mask is None:
+        return (slopes[:, None] * np.arange(n_keys)[None, :])[:, None, :]
+    mask = val.numeric_array(attention_mask, "attention_mask", integer=True)
+    if mask.ndim != 2 or mask.shape[1] != n_keys or not np.isin(mask, (0, 1)).all():
+        raise ValueError(
+            f"attention_mask must be a (batch, n_keys={n_keys}) array of 0s and 1s, got shape {mask.shape}"
+        )
+    key_index = (np.cumsum(mask, axis=-1) - 1) * mask  # (batch, n_keys)
+    return slopes[None, :, None, None] * key_index[:, None, None, :]

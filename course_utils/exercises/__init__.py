@@ -1,0 +1,101 @@
+"""Exercise checkers: one module per topic, built on :func:`grade`.
+
+A learner's stub either is ``...`` (an answer not yet given) or is a function whose body raises
+``NotImplementedError``. A checker reports one of three verdicts and returns whether it passed:
+
+- ``NOT ATTEMPTED  <exercise>``: the stub is untouched;
+- ``PASS  <exercise>``: the answer is right;
+- ``TRY AGAIN  <exercise>: <hint>``: the answer is wrong, with a hint that points at the likely mistake.
+
+Checkers never raise for a wrong answer, so "Run all" goes on past an unfinished exercise. Solution
+cells wrap the checker in :func:`course_utils.checks.check_true`, which does raise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["grade", "answer_of"]
+
+
+class _NotAttempted(Exception):
+    pass
+
+
+def answer_of(stub, *args, **kwargs):
+    """The learner's answer: ``stub`` itself, or ``stub(*args, **kwargs)`` if it is callable.
+
+    Raises an internal "not attempted" signal for ``...``, ``None`` or a stub that raises
+    ``NotImplementedError``; :func:`grade` turns that into the NOT ATTEMPTED verdict.
+    """
+    if stub is ... or stub is None:
+        raise _NotAttempted
+    if callable(stub):
+        try:
+            result = stub(*args, **kwargs)
+        except NotImplementedError as exc:
+            raise _NotAttempted from exc
+        if result is ... or result is None:
+            raise _NotAttempted
+        return result
+    return stub
+
+
+def grade(name, compute_answer, expected, *, hints=(), rtol=1e-6, atol=1e-9):
+    """Compare a learner's answer with ``expected`` and print one verdict line.
+
+    Parameters
+    ----------
+    name : str
+        The exercise, e.g. ``"Exercise 2.1: wavelength of pair i"``.
+    compute_answer : callable
+        No arguments; returns the learner's answer (use :func:`answer_of` inside it).
+    expected : array_like
+        The right answer, computed from a formula (never typed in).
+    hints : sequence of (wrong_answer, hint) pairs
+        Plausible wrong answers with the hint to give when the learner's answer matches one.
+        Checked in order; the first match wins. A wrong answer that matches none gets a generic
+        hint with the shapes and the largest error.
+    rtol, atol : float
+        Tolerances for "matches".
+
+    Returns
+    -------
+    bool : True for PASS.
+    """
+    try:
+        answer = compute_answer()
+    except _NotAttempted:
+        print(f"NOT ATTEMPTED  {name}: replace the stub with your answer, then run this cell again")
+        return False
+    except Exception as exc:  # a learner's bug: report it as a hint, do not crash the notebook
+        print(f"TRY AGAIN  {name}: your code raised {type(exc).__name__}: {exc}")
+        return False
+    if _matches(answer, expected, rtol, atol):
+        print(f"PASS  {name}")
+        return True
+    for wrong, hint in hints:
+        if _matches(answer, wrong, rtol, atol):
+            print(f"TRY AGAIN  {name}: {hint}")
+            return False
+    try:
+        a = np.asarray(answer, dtype=np.float64)
+        e = np.asarray(expected, dtype=np.float64)
+    except (TypeError, ValueError):
+        print(f"TRY AGAIN  {name}: expected numbers, got {type(answer).__name__}")
+        return False
+    if a.shape != e.shape:
+        print(f"TRY AGAIN  {name}: expected shape {e.shape}, got {a.shape}")
+    else:
+        err = float(np.max(np.abs(a - e))) if a.size else 0.0
+        print(f"TRY AGAIN  {name}: right shape {a.shape}, but values differ (max error {err:.3g})")
+    return False
+
+
+def _matches(answer, expected, rtol, atol):
+    try:
+        a = np.asarray(answer, dtype=np.float64)
+        e = np.asarray(expected, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return a.shape == e.shape and bool(np.all(np.isclose(a, e, rtol=rtol, atol=atol)))

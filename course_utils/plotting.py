@@ -1,0 +1,114 @@
+"""The course's figure style and the few figure helpers the notebooks share.
+
+Figures use seaborn's colour-blind-safe palette on an opaque white background, so they read the
+same on a light or a dark page.
+"""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+
+from . import _validate as val
+
+__all__ = ["use_course_style", "heatmap", "plot_curves", "PALETTE"]
+
+PALETTE = "colorblind"
+
+
+def use_course_style():
+    """Apply the course's plotting theme and print options (call once in each notebook's setup).
+
+    Sets seaborn's ``whitegrid`` theme with the ``colorblind`` palette, opaque white figure
+    backgrounds, a fixed DPI, no metadata that changes between runs (so PNGs are reproducible), and
+    numpy print options with 4 decimals.
+    """
+    sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE)
+    mpl.rcParams.update({
+        "figure.figsize": (7.0, 4.0),
+        "figure.dpi": 100,
+        "savefig.dpi": 100,
+        "figure.facecolor": "white",
+        "savefig.facecolor": "white",
+        "axes.titlesize": 12,
+        "axes.titleweight": "bold",
+        "image.cmap": "viridis",
+        "svg.hashsalt": "course",
+    })
+    np.set_printoptions(precision=4, suppress=True)
+
+
+def heatmap(data, *, title, xlabel, ylabel, colorbar_label, ax=None, cmap=None, center=None,
+            extent=None):
+    """Draw a 2-D array as an image with labelled axes and colour bar; returns the ``Axes``.
+
+    Parameters
+    ----------
+    data : 2-D array (``-inf`` entries, such as masked attention biases, are drawn blank).
+    title : str
+        Say the finding, not the variable name.
+    xlabel, ylabel, colorbar_label : str
+        With units where there are any (position, dimension index, radians).
+    center : float, optional
+        Centre a diverging colour map at this value (uses ``"vlag"``).
+    extent : (x0, x1, y0, y1), optional
+        Data coordinates of the image edges, as in :func:`matplotlib.pyplot.imshow`.
+    """
+    data = val.numeric_array(data, "data").astype(np.float64)
+    if data.ndim != 2:
+        raise ValueError(f"data must be a 2-D array, got shape {data.shape}")
+    for arg, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel),
+                      ("colorbar_label", colorbar_label)):
+        if not isinstance(text, str):
+            raise TypeError(f"{arg} must be a string, got {text!r}")
+    if ax is None:
+        _, ax = plt.subplots()
+    shown = np.ma.masked_invalid(data)
+    kwargs = {}
+    if center is not None:
+        span = float(np.max(np.abs(shown - center))) if shown.count() else 1.0
+        kwargs = {"vmin": center - span, "vmax": center + span}
+        cmap = cmap or "vlag"
+    image = ax.imshow(shown, aspect="auto", interpolation="nearest", cmap=cmap,
+                      extent=extent, origin="upper", **kwargs)
+    ax.grid(False)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.figure.colorbar(image, ax=ax, label=colorbar_label)
+    return ax
+
+
+def plot_curves(x, curves, *, title, xlabel, ylabel, ax=None, logx=False, logy=False, styles=None):
+    """Plot several named curves over the same ``x``; returns the ``Axes``.
+
+    Parameters
+    ----------
+    x : 1-D array
+    curves : dict mapping a legend label to a 1-D array of ``len(x)``
+    title, xlabel, ylabel : str
+    logx, logy : bool
+        Logarithmic axes.
+    styles : dict mapping a label to extra keyword arguments for ``ax.plot``, optional
+    """
+    x = val.numeric_array(x, "x")
+    if x.ndim != 1:
+        raise ValueError(f"x must be 1-D, got shape {x.shape}")
+    if not isinstance(curves, dict) or not curves:
+        raise TypeError("curves must be a non-empty dict mapping labels to arrays")
+    if ax is None:
+        _, ax = plt.subplots()
+    styles = styles or {}
+    for label, y in curves.items():
+        y = val.numeric_array(y, f"curves[{label!r}]")
+        if y.shape != x.shape:
+            raise ValueError(f"curves[{label!r}] must have the shape of x {x.shape}, got {y.shape}")
+        ax.plot(x, y, label=str(label), **styles.get(label, {}))
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    if len(curves) > 1:
+        ax.legend(frameon=True)
+    return ax

@@ -1,0 +1,190 @@
+"""Rotary position embedding (RoPE, Su et al. 2021).
+
+RoPE rotates each pair of channels of a query or key by the angle ``m * theta_i`` where ``m`` is
+the position and ``theta_i = base^(-2i/d)``. Which channels form a pair is a convention:
+
+* ``layout="half"``: pairs ``(x_i, x_{i + d/2})``; Hugging Face ``rotate_half`` and
+  ``apply_rotary_pos_emb`` in ``models/llama/modeling_llama.py`` (also called the "NeoX" layout).
+* ``layout="interleaved"``: pairs ``(x_{2i}, x_{2i+1})``; the paper, Meta's LLaMA code, GPT-J
+  (``rotate_every_two`` in ``models/gptj/modeling_gptj.py``), RoFormer.
+
+Both are the same rotation after a fixed permutation of the channels
+(:func:`interleaved_to_half_permutation`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as val
+
+__all__ = [
+    "LAYOUTS",
+    "rope_inv_freq",
+    "apply_rope",
+    "rope_rotation_matrix",
+    "interleaved_to_half_permutation",
+    "permute_qk_weight_for_half_layout",
+    "roformer_decay_bound",
+]
+
+LAYOUTS = ("half", "interleaved")
+
+
+def rope_inv_freq(head_dim, *, base=10000.0):
+    """Inverse frequencies ``theta_i = 1 / base^(2i / head_dim)``, ``i = 0 .. head_dim/2 - 1``.
+
+    Shape ``(head_dim // 2,)``, float64. Hugging Face computes the same values in float32
+    (``_compute_default_rope_parameters`` in ``modeling_rope_utils.py``).
+    """
+    head_dim = val.positive_int(head_dim, "head_dim", even=True)
+    base = val.positive_float(base, "base")
+    return 1.0 / base ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+
+
+def _check_inv_freq(inv_freq, n_pairs):
+    inv_freq = val.numeric_array(inv_freq, "inv_freq").astype(np.float64)
+    if inv_freq.shape != (n_pairs,):
+        raise ValueError(
+            f"inv_freq must have shape (rotary_dim // 2,) = ({n_pairs},), got {inv_freq.shape}"
+        )
+    return inv_freq
+
+
+def apply_rope(x, positions, *, base=10000.0, layout, inv_freq=None, rotary_dim=None):
+    """Rotate queries or keys ``x`` by their positions.
+
+    ``y = x * cos(m theta) + rotate(x) * sin(m theta)`` pair by pair, where ``rotate`` maps each
+    pair ``(a, b)`` to ``(-b, a)``.
+
+    Parameters
+    ----------
+    x : array, shape ``(..., seq, head_dim)``
+    positions : array_like, broadcastable to ``(..., seq)``
+        Integer or fractional positions ``m`` (fractional ones arise in Position Interpolation).
+    base : float
+        ``theta_i = base^(-2i/rotary_dim)``; ignored when ``inv_freq`` is given.
+    layout : {"half", "interleaved"}
+        Required: which channels form a pair (see the module docstring).
+    inv_freq : array, shape ``(rotary_dim // 2,)``, optional
+        Frequencies to use instead of ``base`` (for example from :func:`course_utils.scaling.rope_scaling`).
+    rotary_dim : int, optional
+        Rotate only the first ``rotary_dim`` channels and pass the rest through (partial rotary,
+        Hugging Face ``partial_rotary_factor``, GPT-NeoX ``rotary_pct``). Default: all of them.
+
+    Returns
+    -------
+    array of ``x``'s shape (broadcast with ``positions``), float64, or float32/float16 if ``x`` is.
+    Angles and their cos/sin are formed in float64 whatever the dtype of ``x``.
+
+    Notes
+    -----
+    Speed: the cos/sin tables are built for the distinct positions only, and the rotation is two
+    fused multiply passes into a preallocated output. A faster kernel would fuse further; this
+    one keeps each step readable.
+
+    References
+    ----------
+    Su et al. 2021, eq. (34); Hugging Face ``models/llama/modeling_llama.py`` ``rotate_half``,
+    ``apply_rotary_pos_emb``; ``models/gptj/modeling_gptj.py`` ``rotate_every_two``.
+    """
+    x = val.numeric_array(x, "x", min_ndim=2)
+    layout = val.choice(layout, "layout", LAYOUTS)
+    head_dim = x.shape[-1]
+    if rotary_dim is None:
+        if head_dim % 2 or head_dim == 0:
+            raise ValueError(f"x's last dimension (head_dim) must be a positive even integer, got {head_dim}")
+        rotary_dim = head_dim
+    else:
+        rotary_dim = val.positive_int(rotary_dim, "rotary_dim", even=True)
+        if rotary_dim > head_dim:
+            raise ValueError(f"rotary_dim must be <= head_dim ({head_dim}), got {rotary_dim}")
+    n_pairs = rotary_dim // 2
+    if inv_freq is None:
+        inv_freq = rope_inv_freq(rotary_dim, base=base)
+    else:
+        inv_freq = _check_inv_freq(inv_freq, n_pairs)
+    positions = val.numeric_array(positions, "positions").astype(np.float64)
+    try:
+        pos_shape = np.broadcast_shapes(positions.shape, x.shape[:-1])
+    except ValueError as exc:
+        raise ValueError(
+            f"positions of shape {positions.shape} do not broadcast to x's (..., seq) = {x.shape[:-1]}"
+        ) from exc
+
+    dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.float64)
+    angles = positions[..., None] * inv_freq  # (..., seq, n_pairs)
+    cos = np.cos(angles).astype(dtype, copy=False)
+    sin = np.sin(angles).astype(dtype, copy=False)
+
+    out = np.empty(pos_shape + (head_dim,), dtype=dtype)
+    if layout == "half":
+        x1, x2 = x[..., :n_pairs], x[..., n_pairs:rotary_dim]
+        y1, y2 = out[..., :n_pairs], out[..., n_pairs:rotary_dim]
+    else:
+        x1, x2 = x[..., 0:rotary_dim:2], x[..., 1:rotary_dim:2]
+        y1, y2 = out[..., 0:rotary_dim:2], out[..., 1:rotary_dim:2]
+    # (a, b) -> (a cos - b sin, b cos + a sin), written into the output without a rotated copy of x.
+    np.multiply(x1, cos, out=y1)
+    y1 -= x2 * sin
+    np.multiply(x2, cos, out=y2)
+    y2 += x1 * sin
+    out[..., rotary_dim:] = x[..., rotary_dim:]
+    return out
+
+
+def rope_rotation_matrix(position, head_dim, *, base=10000.0, layout, inv_freq=None):
+    """The ``(head_dim, head_dim)`` orthogonal matrix ``R_m`` with ``apply_rope(x, m) = R_m @ x``."""
+    position = val.real_float(position, "position")
+    head_dim = val.positive_int(head_dim, "head_dim", even=True)
+    layout = val.choice(layout, "layout", LAYOUTS)
+    eye = np.eye(head_dim)
+    # Column j of R_m is R_m e_j: rotate the identity's rows (each a basis vector) and transpose.
+    return apply_rope(eye, np.full(head_dim, position), base=base, layout=layout,
+                      inv_freq=inv_freq).T
+
+
+def interleaved_to_half_permutation(head_dim):
+    """Channel order ``perm`` with ``x_half = x_interleaved[..., perm]``: even channels, then odd.
+
+    ``apply_rope(x[..., perm], m, layout="half") == apply_rope(x, m, layout="interleaved")[..., perm]``.
+    """
+    head_dim = val.positive_int(head_dim, "head_dim", even=True)
+    return np.concatenate([np.arange(0, head_dim, 2), np.arange(1, head_dim, 2)])
+
+
+def permute_qk_weight_for_half_layout(weight, n_heads):
+    """Reorder the output rows of a query/key projection from the interleaved to the half layout.
+
+    ``weight`` has shape ``(n_heads * head_dim, d_model)``; within each head the rows are
+    reordered by :func:`interleaved_to_half_permutation`. This is what Hugging Face's
+    ``models/llama/convert_llama_weights_to_hf.py`` ``permute`` does to ``wq`` and ``wk`` (and not
+    to ``wv`` or ``wo``, which RoPE never touches).
+    """
+    weight = val.numeric_array(weight, "weight")
+    n_heads = val.positive_int(n_heads, "n_heads")
+    if weight.ndim != 2 or weight.shape[0] % n_heads or (weight.shape[0] // n_heads) % 2:
+        raise ValueError(
+            f"weight must have shape (n_heads * head_dim, d_model) with an even head_dim; got "
+            f"{weight.shape} with n_heads={n_heads}"
+        )
+    head_dim = weight.shape[0] // n_heads
+    perm = interleaved_to_half_permutation(head_dim)
+    rows = (np.arange(n_heads)[:, None] * head_dim + perm[None, :]).reshape(-1)
+    return weight[rows]
+
+
+def roformer_decay_bound(relative_distance, head_dim, *, base=10000.0):
+    """RoFormer's long-term decay curve: ``(1/(d/2)) sum_j |sum_{k<j} exp(i * dist * theta_k)|``.
+
+    Su et al. 2021, section 3.4.3: the bound on ``|<R_m q, R_n k>|`` is proportional to this
+    quantity, which shrinks (not monotonically) as the distance ``|m - n|`` grows. At distance 0 it is
+    ``(d/2 + 1) / 2``, e.g. 32.5 for ``d = 128``.
+
+    Returns an array of ``relative_distance``'s shape.
+    """
+    dist = val.numeric_array(relative_distance, "relative_distance").astype(np.float64)
+    theta = rope_inv_freq(head_dim, base=base)
+    phases = np.exp(1j * dist[..., None] * theta)
+    partial_sums = np.cumsum(phases, axis=-1)
+    return np.mean(np.abs(partial_sums), axis=-1)

@@ -1,0 +1,204 @@
+"""Context-length scaling of RoPE: the frequency changes that let a model read past its training length.
+
+:func:`rope_scaling` returns ``(inv_freq, attention_factor)`` exactly as Hugging Face's
+``ROPE_INIT_FUNCTIONS`` do (``transformers/modeling_rope_utils.py``): ``inv_freq`` replaces RoPE's
+``theta_i`` and ``attention_factor`` multiplies both cos and sin, so the attention logits are
+scaled by its square. Parameter names and defaults are those of a model config's
+``rope_parameters`` (formerly ``rope_scaling``).
+
+Notation: ``d`` = rotary head dimension, ``b`` = base (``rope_theta``), ``s`` = ``factor``,
+``L`` = ``original_max_position_embeddings``, ``omega_i = b^(-2i/d)``, ``lambda_i = 2 pi / omega_i``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _validate as val
+from .rope import rope_inv_freq
+
+__all__ = ["METHODS", "rope_scaling", "yarn_correction_range", "yarn_get_mscale"]
+
+METHODS = ("linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
+
+_PARAMS = {
+    "linear": {},
+    "ntk": {},
+    "dynamic": {},
+    "yarn": {"beta_fast": None, "beta_slow": None, "mscale": None, "mscale_all_dim": None,
+             "attention_factor": None, "truncate": True},
+    "llama3": {"low_freq_factor": None, "high_freq_factor": None},
+    "longrope": {"short_factor": None, "long_factor": None, "attention_factor": None},
+}
+_REQUIRED = {"llama3": ("low_freq_factor", "high_freq_factor"),
+             "longrope": ("short_factor", "long_factor")}
+
+
+def yarn_get_mscale(scale, mscale=1.0):
+    """YaRN's attention temperature ``0.1 * mscale * ln(scale) + 1`` (1 for ``scale <= 1``)."""
+    scale = val.positive_float(scale, "scale")
+    mscale = val.real_float(mscale, "mscale")
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def yarn_correction_range(head_dim, *, base=10000.0, original_max_position_embeddings,
+                          beta_fast=32.0, beta_slow=1.0, truncate=True):
+    """Pair-index bounds ``(low, high)`` of YaRN's ramp.
+
+    ``dim(r) = d ln(L / (2 pi r)) / (2 ln b)`` is the (fractional) index of the pair that turns
+    ``r`` times over ``L`` positions. ``low = dim(beta_fast)``, ``high = dim(beta_slow)``, floored and
+    ceiled when ``truncate``, clamped to ``[0, d - 1]``. Llama-2 (d=128, b=1e4, L=4096): (20, 46).
+    """
+    head_dim = val.positive_int(head_dim, "head_dim", even=True)
+    base = val.positive_float(base, "base")
+    if base == 1.0:
+        raise ValueError("base must differ from 1 (YaRN divides by ln(base)), got 1.0")
+    length = val.positive_int(original_max_position_embeddings, "original_max_position_embeddings")
+    beta_fast = val.positive_float(beta_fast, "beta_fast")
+    beta_slow = val.positive_float(beta_slow, "beta_slow")
+    truncate = val.boolean(truncate, "truncate")
+
+    def dim_of(rotations):
+        return head_dim * math.log(length / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = dim_of(beta_fast), dim_of(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    return max(low, 0), min(high, head_dim - 1)
+
+
+def _factor_list(value, arg, n_pairs):
+    array = val.numeric_array(value, arg).astype(np.float64)
+    if array.shape != (n_pairs,) or np.any(array <= 0):
+        raise ValueError(
+            f"{arg} must be a list of {n_pairs} positive numbers (one per pair, head_dim // 2), "
+            f"got shape {array.shape}"
+        )
+    return array
+
+
+def rope_scaling(method, head_dim, *, base=10000.0, factor, original_max_position_embeddings,
+                 seq_len=None, **params):
+    """Scaled RoPE frequencies and attention factor for a context-extension ``method``.
+
+    Parameters
+    ----------
+    method : {"linear", "ntk", "dynamic", "yarn", "llama3", "longrope"}
+        * ``"linear"`` (Position Interpolation, Chen et al. 2023): ``omega_i / s``.
+        * ``"ntk"`` (NTK-aware, static): base ``b' = b * s^(d / (d - 2))``. Not one of
+          Hugging Face's methods; the formula of the original NTK-aware proposal, which
+          ``"dynamic"`` applies with a length-dependent factor.
+        * ``"dynamic"`` (dynamic NTK): ``b' = b * (s l / L - (s - 1))^(d/(d-2))``,
+          ``l = max(seq_len, L)``; ``seq_len=None`` means ``l = L`` (no change).
+        * ``"yarn"`` (Peng et al. 2023): ``omega_i (1 - ramp_i) + (omega_i / s) ramp_i`` with the
+          ramp linear in ``i`` between :func:`yarn_correction_range`; attention factor
+          ``0.1 ln s + 1`` unless given (or the ``mscale``/``mscale_all_dim`` ratio).
+        * ``"llama3"``: keep ``omega_i`` where ``lambda_i < L / high_freq_factor``, divide by ``s`` where
+          ``lambda_i > L / low_freq_factor``, blend linearly in ``L / lambda_i`` between.
+        * ``"longrope"`` (Ding et al. 2024, Phi-3): ``1 / (ext_i b^(2i/d))`` with ``ext`` the
+          ``long_factor`` list when ``seq_len > L``, else ``short_factor``; attention factor
+          ``sqrt(1 + ln s / ln L)`` unless given.
+    head_dim : int, even
+        Rotary dimension ``d`` (head_dim times ``partial_rotary_factor``).
+    base : float
+        ``rope_theta``.
+    factor : float >= 1
+        The scaling factor ``s``.
+    original_max_position_embeddings : int
+        ``L``, the pre-training context length.
+    seq_len : int, optional
+        Current sequence length (used by ``"dynamic"`` and ``"longrope"`` only).
+    **params
+        Method-specific: yarn ``beta_fast`` (32), ``beta_slow`` (1), ``mscale``,
+        ``mscale_all_dim``, ``attention_factor``, ``truncate`` (True); llama3 ``low_freq_factor``,
+        ``high_freq_factor`` (required); longrope ``short_factor``, ``long_factor`` (required),
+        ``attention_factor``.
+
+    Returns
+    -------
+    inv_freq : array, shape ``(head_dim // 2,)``, float64
+    attention_factor : float
+
+    References
+    ----------
+    Hugging Face ``transformers/modeling_rope_utils.py``: ``_compute_linear_scaling_rope_parameters``,
+    ``_compute_dynamic_ntk_parameters``, ``_compute_yarn_parameters``, ``_compute_llama3_parameters``,
+    ``_compute_longrope_parameters``. Tests compare against them (rtol 1e-5).
+    """
+    method = val.choice(method, "method", METHODS)
+    head_dim = val.positive_int(head_dim, "head_dim", even=True)
+    base = val.positive_float(base, "base")
+    factor = val.positive_float(factor, "factor", minimum=1.0)
+    length = val.positive_int(original_max_position_embeddings, "original_max_position_embeddings")
+    if seq_len is not None:
+        seq_len = val.positive_int(seq_len, "seq_len")
+    unknown = sorted(set(params) - set(_PARAMS[method]))
+    if unknown:
+        accepted = ", ".join(_PARAMS[method]) or "none"
+        raise TypeError(f"unknown parameter(s) {unknown} for method={method!r}; accepted: {accepted}")
+    p = {**_PARAMS[method], **params}
+    for name in _REQUIRED.get(method, ()):
+        if p[name] is None:
+            raise TypeError(f"method={method!r} requires the parameter {name!r}")
+    omega = rope_inv_freq(head_dim, base=base)
+    exponent = head_dim / (head_dim - 2) if head_dim > 2 else None
+
+    if method == "linear":
+        return omega / factor, 1.0
+
+    if method in ("ntk", "dynamic"):
+        if exponent is None:
+            raise ValueError(f"head_dim must be >= 4 for method={method!r} (exponent d/(d-2)), got {head_dim}")
+        if method == "ntk":
+            new_base = base * factor ** exponent
+        else:
+            current = length if seq_len is None else max(seq_len, length)
+            new_base = base * (factor * current / length - (factor - 1)) ** exponent
+        return rope_inv_freq(head_dim, base=new_base), 1.0
+
+    if method == "yarn":
+        beta_fast = val.positive_float(p["beta_fast"], "beta_fast") if p["beta_fast"] else 32.0
+        beta_slow = val.positive_float(p["beta_slow"], "beta_slow") if p["beta_slow"] else 1.0
+        low, high = yarn_correction_range(head_dim, base=base,
+                                          original_max_position_embeddings=length,
+                                          beta_fast=beta_fast, beta_slow=beta_slow,
+                                          truncate=p["truncate"])
+        if low == high:
+            high += 0.001  # as the reference, to avoid dividing by zero
+        ramp = np.clip((np.arange(head_dim // 2) - low) / (high - low), 0.0, 1.0)
+        inv_freq = omega * (1.0 - ramp) + (omega / factor) * ramp
+        attention = p["attention_factor"]
+        if attention is None:
+            if p["mscale"] and p["mscale_all_dim"]:
+                attention = (yarn_get_mscale(factor, p["mscale"])
+                             / yarn_get_mscale(factor, p["mscale_all_dim"]))
+            else:
+                attention = yarn_get_mscale(factor)
+        return inv_freq, val.positive_float(attention, "attention_factor")
+
+    if method == "llama3":
+        low_ff = val.positive_float(p["low_freq_factor"], "low_freq_factor")
+        high_ff = val.positive_float(p["high_freq_factor"], "high_freq_factor")
+        if high_ff <= low_ff:
+            raise ValueError(
+                f"high_freq_factor must exceed low_freq_factor, got {high_ff} and {low_ff}"
+            )
+        wavelength = 2 * np.pi / omega
+        divided = np.where(wavelength > length / low_ff, omega / factor, omega)
+        smooth = (length / wavelength - low_ff) / (high_ff - low_ff)
+        smoothed = (1 - smooth) * divided / factor + smooth * divided
+        medium = (wavelength >= length / high_ff) & (wavelength <= length / low_ff)
+        return np.where(medium, smoothed, divided), 1.0
+
+    # longrope
+    n_pairs = head_dim // 2
+    short = _factor_list(p["short_factor"], "short_factor", n_pairs)
+    long_ = _factor_list(p["long_factor"], "long_factor", n_pairs)
+    ext = long_ if (seq_len is not None and seq_len > length) else short
+    inv_freq = omega / ext
+    attention = p["attention_factor"]
+    if attention is None:
+        attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(length))
+    return inv_freq, val.positive_float(attention, "attention_factor")

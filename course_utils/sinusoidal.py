@@ -1,0 +1,143 @@
+"""Sinusoidal absolute position encodings (Vaswani et al. 2017) and their rotation structure.
+
+Two layouts are in use:
+
+* ``"interleaved"`` (the paper): ``PE[p, 2i] = sin(p w_i)``, ``PE[p, 2i+1] = cos(p w_i)`` with
+  ``w_i = base^(-2i/d)``. Hugging Face ``models/distilbert/modeling_distilbert.py``
+  ``_create_sinusoidal_embeddings`` computes exactly this.
+* ``"concat"`` (tensor2tensor ``get_timing_signal_1d``, fairseq ``SinusoidalPositionalEmbedding``):
+  ``PE[p] = [sin(p w_0) .. sin(p w_{h-1}) | cos(p w_0) .. cos(p w_{h-1})]`` with ``h = d/2`` and
+  ``w_i = exp(-i ln(base) / (h - 1))``, so the lowest frequency is exactly ``1/base``.
+
+Pair index ``i = 0`` is the HIGHEST frequency (wavelength ``2 pi``); the last pair is the lowest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as val
+
+__all__ = [
+    "LAYOUTS",
+    "sinusoidal_frequencies",
+    "sinusoidal_encoding",
+    "sinusoidal_encoding_at",
+    "pair_channels",
+    "sinusoidal_shift_matrix",
+]
+
+LAYOUTS = ("interleaved", "concat")
+
+
+def _check_d_model(d_model, layout):
+    d_model = val.positive_int(d_model, "d_model", even=True)
+    if layout == "concat" and d_model < 4:
+        raise ValueError(
+            f"d_model must be an even integer >= 4 for layout='concat' (its spacing divides by "
+            f"d_model/2 - 1), got {d_model}"
+        )
+    return d_model
+
+
+def sinusoidal_frequencies(d_model, *, base=10000.0, layout="interleaved"):
+    """Angular frequencies ``w_i`` (radians per position), shape ``(d_model // 2,)``.
+
+    ``layout="interleaved"``: ``w_i = base^(-2i/d)``; ``layout="concat"``:
+    ``w_i = exp(-i ln(base) / (d/2 - 1))``. Both decrease with ``i``: pair 0 turns fastest.
+    """
+    layout = val.choice(layout, "layout", LAYOUTS)
+    d_model = _check_d_model(d_model, layout)
+    base = val.positive_float(base, "base")
+    i = np.arange(d_model // 2, dtype=np.float64)
+    if layout == "interleaved":
+        return base ** (-2.0 * i / d_model)
+    return np.exp(-i * np.log(base) / (d_model // 2 - 1))
+
+
+def pair_channels(d_model, *, layout="interleaved"):
+    """Channel indices ``(sin_channels, cos_channels)`` of each frequency pair, each ``(d/2,)``."""
+    layout = val.choice(layout, "layout", LAYOUTS)
+    d_model = _check_d_model(d_model, layout)
+    half = d_model // 2
+    if layout == "interleaved":
+        return np.arange(0, d_model, 2), np.arange(1, d_model, 2)
+    return np.arange(half), np.arange(half, d_model)
+
+
+def sinusoidal_encoding_at(positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float64):
+    """Encodings of arbitrary (possibly fractional or negative) ``positions``.
+
+    Parameters
+    ----------
+    positions : array_like of real numbers, shape ``(...)``
+    d_model : int, even
+    base : float
+    layout : {"interleaved", "concat"}
+    dtype : float dtype of the result. Angles are always formed in float64 and only the
+        result is rounded, so a float32 table is as accurate as float32 allows.
+
+    Returns
+    -------
+    array, shape ``(..., d_model)``
+    """
+    positions = val.numeric_array(positions, "positions")
+    dtype = val.float_dtype(dtype)
+    freqs = sinusoidal_frequencies(d_model, base=base, layout=layout)
+    out = np.empty(positions.shape + (d_model,), dtype=dtype)
+    angles = np.multiply.outer(positions.astype(np.float64), freqs)
+    # Writing straight into the strided output views avoids building sin and cos tables and
+    # interleaving them afterwards (the benchmark measures this against one np.sin pass).
+    if layout == "interleaved":
+        sin_view, cos_view = out[..., 0::2], out[..., 1::2]
+    else:
+        sin_view, cos_view = out[..., : d_model // 2], out[..., d_model // 2 :]
+    np.sin(angles, out=sin_view, casting="same_kind")
+    np.cos(angles, out=cos_view, casting="same_kind")
+    return out
+
+
+def sinusoidal_encoding(n_positions, d_model, *, base=10000.0, layout="interleaved", start=0,
+                        dtype=np.float64):
+    """Table of encodings for positions ``start .. start + n_positions - 1``.
+
+    ``PE[p, 2i] = sin(p w_i)``, ``PE[p, 2i+1] = cos(p w_i)`` (``layout="interleaved"``, the paper),
+    or ``[sin | cos]`` halves with tensor2tensor/fairseq spacing (``layout="concat"``).
+
+    Returns
+    -------
+    array, shape ``(n_positions, d_model)``
+
+    References
+    ----------
+    Vaswani et al. 2017, section 3.5. Hugging Face ``models/distilbert/modeling_distilbert.py``
+    ``_create_sinusoidal_embeddings`` (interleaved); fairseq
+    ``fairseq/modules/sinusoidal_positional_embedding.py`` ``get_embedding`` (concat).
+    """
+    n_positions = val.positive_int(n_positions, "n_positions", allow_zero=True)
+    start = val.positive_int(start, "start", allow_zero=True)
+    positions = np.arange(start, start + n_positions, dtype=np.float64)
+    return sinusoidal_encoding_at(positions, d_model, base=base, layout=layout, dtype=dtype)
+
+
+def sinusoidal_shift_matrix(k, d_model, *, base=10000.0, layout="interleaved"):
+    """The linear map ``M_k`` with ``PE[p + k] = M_k @ PE[p]`` for every ``p``.
+
+    For each frequency pair, ``[sin((p+k)w), cos((p+k)w)] = [[cos kw, sin kw], [-sin kw, cos kw]]
+    @ [sin pw, cos pw]`` (angle addition), so ``M_k`` is block-diagonal with 2x2 rotations: it is
+    orthogonal, has determinant 1, and ``M_a @ M_b = M_{a+b}``. ``k`` may be any real offset.
+
+    Returns
+    -------
+    array, shape ``(d_model, d_model)``
+    """
+    k = val.real_float(k, "k")
+    freqs = sinusoidal_frequencies(d_model, base=base, layout=layout)
+    sin_ch, cos_ch = pair_channels(d_model, layout=layout)
+    c, s = np.cos(k * freqs), np.sin(k * freqs)
+    m = np.zeros((d_model, d_model))
+    m[sin_ch, sin_ch] = c
+    m[sin_ch, cos_ch] = s
+    m[cos_ch, sin_ch] = -s
+    m[cos_ch, cos_ch] = c
+    return m
