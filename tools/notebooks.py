@@ -18,7 +18,7 @@ import sys
 import nbformat
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-CELL_METADATA_KEPT = ("tags", "jupyter")
+CELL_METADATA_KEPT = ("tags", "jupyter", "mystnb")
 TIMEOUT_SECONDS = 900
 
 
