@@ -73,8 +73,12 @@ def float_dtype(value: object, arg: str = "dtype") -> np.dtype:
     return dtype
 
 
-def numeric_array(value: object, arg: str, *, integer: bool = False, min_ndim: int = 0) -> np.ndarray:
-    """Convert to an array of real numbers with no NaN/inf; integers only if ``integer``."""
+def numeric_array(value: object, arg: str, *, integer: bool = False, min_ndim: int = 0,
+                  allow_neginf: bool = False) -> np.ndarray:
+    """Convert to an array of real numbers with no NaN/inf; integers only if ``integer``.
+
+    ``allow_neginf`` admits ``-inf`` (a masked attention bias) but still rejects NaN and ``+inf``.
+    """
     try:
         array = np.asarray(value)
     except Exception as exc:
@@ -87,8 +91,10 @@ def numeric_array(value: object, arg: str, *, integer: bool = False, min_ndim: i
     if array.ndim < min_ndim:
         raise ValueError(f"{arg} must have at least {min_ndim} dimension(s), got shape {array.shape}")
     if np.issubdtype(array.dtype, np.floating):
-        if not np.all(np.isfinite(array)):
-            raise ValueError(f"{arg} must be finite (no NaN or inf)")
+        finite = np.isfinite(array) | (allow_neginf & np.isneginf(array))
+        if not np.all(finite):
+            allowed = "NaN or +inf; -inf marks a masked entry" if allow_neginf else "NaN or inf"
+            raise ValueError(f"{arg} must be finite (no {allowed})")
         if integer:
             if not np.all(array == np.round(array)):
                 raise ValueError(

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _validate as val
 
-__all__ = ["softmax", "causal_mask", "scaled_dot_product_attention"]
+__all__ = ["softmax", "causal_mask", "scaled_dot_product_attention", "attention_entropy"]
 
 
 def softmax(x, axis=-1):
@@ -97,7 +97,7 @@ def scaled_dot_product_attention(q, k, v, *, bias=None, causal=False):
             f"leading dimensions of q {q.shape} and k {k.shape} do not broadcast"
         ) from exc
     if bias is not None:
-        bias = val.numeric_array(bias, "bias")
+        bias = val.numeric_array(bias, "bias", allow_neginf=True)
         try:
             scores = scores + bias
         except ValueError as exc:
@@ -115,3 +115,40 @@ def scaled_dot_product_attention(q, k, v, *, bias=None, causal=False):
             f"leading dimensions of the weights {weights.shape} and v {values.shape} do not broadcast"
         ) from exc
     return output, weights
+
+
+def attention_entropy(weights, axis=-1):
+    """Shannon entropy (in nats) of attention distributions: ``H = -sum_j p_j ln p_j``.
+
+    Zero weights (masked keys) contribute 0, the limit of ``p ln p`` as ``p -> 0``, so a row with
+    masked keys gives a number, not NaN. ``H`` is 0 for attention on one key and ``ln n`` for
+    uniform attention over ``n`` keys; ``exp(H)`` reads as "how many keys the row effectively uses".
+
+    Parameters
+    ----------
+    weights : array, shape ``(..., n_keys)`` (or normalised along ``axis``)
+        Non-negative, summing to 1 along ``axis`` (within 1e-6), as returned by :func:`softmax`.
+    axis : int
+        The key axis.
+
+    Returns
+    -------
+    array of ``weights``' shape without ``axis``, float64.
+
+    References
+    ----------
+    Shannon 1948; Chiang & Cholak 2022, "Overcoming a Theoretical Limitation of Self-Attention"
+    (attention spreads out as the sequence grows; they scale the logits by ``ln n``).
+    """
+    p = val.numeric_array(weights, "weights", min_ndim=1).astype(np.float64)
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -p.ndim <= axis < p.ndim:
+        raise ValueError(f"axis must be an integer in [{-p.ndim}, {p.ndim - 1}], got {axis!r}")
+    if np.any(p < 0):
+        raise ValueError(f"weights must be non-negative, got a minimum of {float(p.min()):g}")
+    totals = np.sum(p, axis=axis)
+    if not np.allclose(totals, 1.0, rtol=0.0, atol=1e-6):
+        worst = float(totals.flat[np.argmax(np.abs(totals - 1.0))])
+        raise ValueError(f"weights must sum to 1 along axis {axis}, got a sum of {worst:g}")
+    positive = p > 0
+    p_log_p = np.where(positive, p * np.log(np.where(positive, p, 1.0)), 0.0)
+    return -np.sum(p_log_p, axis=axis)

@@ -85,7 +85,8 @@ def check_close(actual, expected, *, name, rtol=1e-7, atol=0.0):
         abs_err = np.where(inf_equal, 0.0, abs_err)
         rel_err = np.where(abs_err == 0, 0.0, abs_err / np.abs(e64))
         ok = abs_err <= atol + rtol * np.abs(e64)
-    ok = ok | inf_equal
+    any_inf = np.isinf(a64) | np.isinf(e64)
+    ok = np.where(any_inf, inf_equal, ok)
     if not np.all(ok):
         worst = np.unravel_index(int(np.argmax(np.where(ok, -np.inf, abs_err))), a.shape or (1,))
         worst_index = tuple(int(i) for i in worst) if a.shape else ()

@@ -56,7 +56,7 @@ def heatmap(data, *, title, xlabel, ylabel, colorbar_label, ax=None, cmap=None, 
     extent : (x0, x1, y0, y1), optional
         Data coordinates of the image edges, as in :func:`matplotlib.pyplot.imshow`.
     """
-    data = val.numeric_array(data, "data").astype(np.float64)
+    data = val.numeric_array(data, "data", allow_neginf=True).astype(np.float64)
     if data.ndim != 2:
         raise ValueError(f"data must be a 2-D array, got shape {data.shape}")
     for arg, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel),
