@@ -25,9 +25,12 @@ __all__ = [
     "sinusoidal_encoding_at",
     "pair_channels",
     "sinusoidal_shift_matrix",
+    "sinusoidal_similarity",
+    "sinusoidal_angles",
 ]
 
 LAYOUTS = ("interleaved", "concat")
+_BLOCK_ANGLES = 2**16  # float64 angles formed at once by sinusoidal_encoding_at (0.5 MB)
 
 
 def _check_d_model(d_model, layout):
@@ -80,20 +83,36 @@ def sinusoidal_encoding_at(positions, d_model, *, base=10000.0, layout="interlea
     Returns
     -------
     array, shape ``(..., d_model)``
+
+    Notes
+    -----
+    Precision: the angle ``p w_i`` is formed in float64, so its error is about ``|p| 2^-52``
+    radians (``2e-10`` at ``p = 10^6``) and entries stay within ``1e-9`` of the exact values there
+    (``tests/test_precision.py``). Angles formed in float32 instead (:func:`sinusoidal_angles`) err
+    by about ``|p| 2^-23`` radians, 0.1 at ``p = 10^6``: the table's fast pairs become noise.
+
+    Memory: the angles are formed for a block of rows at a time (a loop over blocks, not over
+    positions), so the peak is the output plus about 0.5 MB; a 131072 x 1024 float64 table peaks
+    at its own 1 GiB instead of 1.5 GiB, a float32 table at 0.5 GiB instead of 1 GiB.
     """
     positions = val.numeric_array(positions, "positions")
     dtype = val.float_dtype(dtype)
     freqs = sinusoidal_frequencies(d_model, base=base, layout=layout)
     out = np.empty(positions.shape + (d_model,), dtype=dtype)
-    angles = np.multiply.outer(positions.astype(np.float64), freqs)
+    rows, flat = positions.reshape(-1).astype(np.float64), out.reshape(-1, d_model)
     # Writing straight into the strided output views avoids building sin and cos tables and
     # interleaving them afterwards (the benchmark measures this against one np.sin pass).
     if layout == "interleaved":
-        sin_view, cos_view = out[..., 0::2], out[..., 1::2]
+        sin_view, cos_view = flat[:, 0::2], flat[:, 1::2]
     else:
-        sin_view, cos_view = out[..., : d_model // 2], out[..., d_model // 2 :]
-    np.sin(angles, out=sin_view, casting="same_kind")
-    np.cos(angles, out=cos_view, casting="same_kind")
+        sin_view, cos_view = flat[:, : d_model // 2], flat[:, d_model // 2 :]
+    # A block of rows at a time, so the float64 angles never exist for the whole table at once.
+    step = max(1, _BLOCK_ANGLES // (d_model // 2))
+    for first in range(0, rows.size, step):
+        block = slice(first, first + step)
+        angles = np.multiply.outer(rows[block], freqs)
+        np.sin(angles, out=sin_view[block], casting="same_kind")
+        np.cos(angles, out=cos_view[block], casting="same_kind")
     return out
 
 
@@ -141,3 +160,74 @@ def sinusoidal_shift_matrix(k, d_model, *, base=10000.0, layout="interleaved"):
     m[cos_ch, sin_ch] = -s
     m[cos_ch, cos_ch] = c
     return m
+
+
+def sinusoidal_similarity(offsets, d_model, *, base=10000.0, layout="interleaved"):
+    """Dot product of two encodings ``k`` positions apart: ``PE[p] . PE[p + k] = sum_i cos(k w_i)``.
+
+    Each pair contributes ``sin(p w) sin((p+k) w) + cos(p w) cos((p+k) w) = cos(k w)``, so the
+    result does not depend on ``p``. It equals ``d_model / 2`` at ``k = 0`` and is even in ``k``.
+
+    Parameters
+    ----------
+    offsets : array_like of real numbers, shape ``(...)``
+        The offsets ``k = q - p`` (fractional and negative offsets allowed).
+    d_model : int, even
+    base : float
+    layout : {"interleaved", "concat"}
+        Chooses the frequency spacing (paper or tensor2tensor/fairseq); the channel order does not
+        change a dot product.
+
+    Returns
+    -------
+    array, shape ``offsets.shape``, float64
+
+    References
+    ----------
+    Vaswani et al. 2017, section 3.5 (the encoding); the identity is the cosine angle-difference
+    formula. Hugging Face ``models/distilbert/modeling_distilbert.py``
+    ``_create_sinusoidal_embeddings`` builds the table whose rows it multiplies.
+    """
+    offsets = val.numeric_array(offsets, "offsets").astype(np.float64)
+    freqs = sinusoidal_frequencies(d_model, base=base, layout=layout)
+    return np.cos(np.multiply.outer(offsets, freqs)).sum(axis=-1)
+
+
+def sinusoidal_angles(positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float64):
+    """Angles ``p * w_i`` formed in ``dtype``, shape ``(..., d_model // 2)``.
+
+    Positions and frequencies are rounded to ``dtype`` and multiplied in ``dtype``, as a table built
+    in that precision forms them (fairseq ``SinusoidalPositionalEmbedding.get_embedding`` uses
+    float32 tensors). Each rounding has relative error at most ``2^-24`` in float32, so the angle is
+    off by at most about ``p w_i 2^-23``. :func:`sinusoidal_encoding_at` instead forms angles in
+    float64 and rounds only the result.
+
+    Parameters
+    ----------
+    positions : array_like of real numbers, shape ``(...)``
+        Must be representable in ``dtype`` without overflow.
+    d_model : int, even
+    base : float
+    layout : {"interleaved", "concat"}
+    dtype : float16, float32 or float64
+
+    Returns
+    -------
+    array of ``dtype``, shape ``(..., d_model // 2)``
+
+    References
+    ----------
+    Vaswani et al. 2017, section 3.5; fairseq ``fairseq/modules/sinusoidal_positional_embedding.py``
+    ``get_embedding`` (float32 angles); Hugging Face ``models/distilbert/modeling_distilbert.py``
+    ``_create_sinusoidal_embeddings`` (float64 angles, cast to float32 afterwards).
+    """
+    positions = val.numeric_array(positions, "positions")
+    dtype = val.float_dtype(dtype)
+    largest = float(np.max(np.abs(positions))) if positions.size else 0.0
+    if largest > float(np.finfo(dtype).max):
+        raise ValueError(
+            f"positions must fit in {dtype} (|p| <= {float(np.finfo(dtype).max):g}), got a largest "
+            f"|position| of {largest:g}"
+        )
+    freqs = sinusoidal_frequencies(d_model, base=base, layout=layout).astype(dtype)
+    return np.multiply.outer(positions.astype(dtype), freqs)

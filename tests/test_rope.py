@@ -9,9 +9,9 @@ from course_utils.rope import (
     apply_rope,
     interleaved_to_half_permutation,
     permute_qk_weight_for_half_layout,
+    roformer_decay_bound,
     rope_inv_freq,
     rope_rotation_matrix,
-    roformer_decay_bound,
 )
 
 
