@@ -141,7 +141,8 @@ def attention_entropy(weights, axis=-1):
     (attention spreads out as the sequence grows; they scale the logits by ``ln n``).
     """
     p = val.numeric_array(weights, "weights", min_ndim=1).astype(np.float64)
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -p.ndim <= axis < p.ndim:
+    is_int = isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
+    if not is_int or not -p.ndim <= axis < p.ndim:
         raise ValueError(f"axis must be an integer in [{-p.ndim}, {p.ndim - 1}], got {axis!r}")
     if np.any(p < 0):
         raise ValueError(f"weights must be non-negative, got a minimum of {float(p.min()):g}")

@@ -1,0 +1,107 @@
+"""Checkers for the exercises of notebook 06 (ALiBi).
+
+Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
+The expected answers come from :mod:`course_utils.alibi` and :mod:`course_utils.attention`
+(themselves checked against the paper's rule and BLOOM's code), never from a typed-in number.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..alibi import alibi_bias, alibi_slopes
+from ..attention import attention_entropy, softmax
+from . import answer_of, grade
+
+__all__ = ["check_slopes", "check_bias_row", "check_entropy_function"]
+
+# Exercise 6.1: the slopes of a model with six heads.
+_N_HEADS = 6
+
+# Exercise 6.2: head 0 of 8 (slope 1/2), the query at position 4, keys 0 .. 5.
+_QUERY, _N_KEYS = 4, 6
+
+# Exercise 6.3: attention rows with masked keys, on which the learner's entropy is evaluated.
+_ROWS_SEED = 63
+_NAN_MARK = -1.0  # an entropy is never negative, so this marks "your function returned NaN"
+
+
+def check_slopes(answer):
+    """Exercise 6.1: ALiBi's slopes for 6 heads, in head order (a 1-D array of 6 numbers)."""
+    expected = alibi_slopes(_N_HEADS)
+    k = np.arange(1, _N_HEADS + 1)
+    hints = [
+        (2.0 ** (-8.0 * k / _N_HEADS),
+         "2^(-8k/n) is the rule for n a power of two only; for 6 heads take the 4-head slopes, "
+         "then every other slope of the 8-head sequence"),
+        (alibi_slopes(8)[:_N_HEADS],
+         "the first 6 slopes of the 8-head sequence stop at 2^-6 and miss the steep heads; start "
+         "from the 4-head slopes instead"),
+        (np.sort(expected)[::-1],
+         "right values, wrong order: the 4-head slopes come first, then the extra ones"),
+        (np.sort(expected),
+         "right values, wrong order: the 4-head slopes come first, then the extra ones"),
+        (np.log2(expected), "give the slopes themselves, not their base-2 logarithms"),
+    ]
+    return grade("Exercise 6.1: ALiBi slopes for 6 heads",
+                 lambda: answer_of(answer), expected, hints=hints, rtol=1e-9, atol=0)
+
+
+def check_bias_row(answer):
+    """Exercise 6.2: the paper's causal bias of head 0 (slope 1/2) for the query at position 4 over
+    keys 0 .. 5, with ``-inf`` for the future key."""
+    full = alibi_bias(8, _N_KEYS)
+    expected = full[0, _QUERY]
+    slope = alibi_slopes(8)[0]
+    keys = np.arange(_N_KEYS)
+    bloom = slope * keys
+    hints = [
+        (np.where(keys > _QUERY, -np.inf, bloom),
+         "that is BLOOM's +m*j: the same weights after a causal softmax, but the paper's bias is "
+         "-m (i - j), zero at the query itself"),
+        (bloom, "that is BLOOM's +m*j without the mask; the paper's bias is -m (i - j), and the "
+                "future key gets -inf"),
+        (-expected, "the bias is a penalty: past keys get negative values, growing with distance"),
+        (alibi_bias(8, _N_KEYS, causal=False)[0, _QUERY],
+         "that is the symmetric encoder variant; in a causal model the future key (j = 5) gets "
+         "-inf"),
+        (alibi_bias(8, _N_KEYS)[-1, _QUERY],
+         "that row uses head 7's slope (1/256); head 0 has the steepest slope, 1/2"),
+    ]
+    return grade("Exercise 6.2: one row of ALiBi's causal bias",
+                 lambda: answer_of(answer), expected, hints=hints, rtol=1e-9, atol=0)
+
+
+def _rows():
+    rng = np.random.default_rng(_ROWS_SEED)
+    logits = rng.normal(size=(4, 7)) * 2.0
+    logits[0, 3:] = -np.inf  # a causal row: three visible keys
+    logits[1, 1:] = -np.inf  # the first query sees only itself: entropy 0
+    return softmax(logits)
+
+
+def check_entropy_function(func):
+    """Exercise 6.3: ``func(weights)`` returns the entropy (nats) of each row of ``weights``,
+    shape ``(rows, keys)`` -> ``(rows,)``, with 0 log 0 counted as 0 (masked keys give no NaN)."""
+    weights = _rows()
+    expected = attention_entropy(weights)
+
+    def compute():
+        result = np.asarray(answer_of(func, weights.copy()), dtype=np.float64)
+        if np.isnan(result).any():
+            return np.full(expected.shape, _NAN_MARK)
+        return result
+
+    hints = [
+        (np.full(expected.shape, _NAN_MARK),
+         "NaN: masked keys have weight 0 and 0 * log(0) = 0 * -inf is NaN in floating point; count "
+         "those terms as 0 (np.where on p > 0)"),
+        (expected / math.log(2), "that is in bits (log base 2); use the natural log for nats"),
+        (-expected, "entropy is -sum p ln p, a non-negative number; check the sign"),
+        (np.full(expected.shape, math.log(weights.shape[1])),
+         "ln(n_keys) is the entropy of uniform attention only; use the weights themselves"),
+    ]
+    return grade("Exercise 6.3: entropy of attention rows with masked keys",
+                 compute, expected, hints=hints, rtol=1e-9, atol=1e-12)

@@ -1,0 +1,78 @@
+"""The checkers of notebook 06's exercises: NOT ATTEMPTED for the stub, PASS for the right answer,
+TRY AGAIN with a hint for plausible wrong answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from course_utils.exercises.alibi import check_bias_row, check_entropy_function, check_slopes
+
+
+def _stub_function(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize("checker, stub", [
+    (check_slopes, ...),
+    (check_bias_row, ...),
+    (check_entropy_function, _stub_function),
+])
+def test_stub_is_not_attempted(checker, stub, capsys):
+    assert checker(stub) is False
+    assert "NOT ATTEMPTED" in capsys.readouterr().out
+
+
+def test_slopes(capsys):
+    # get_slopes(6): the 4-head slopes 2^-2, 2^-4, 2^-6, 2^-8, then 2^-1, 2^-3 from the 8-head list
+    assert check_slopes(2.0 ** -np.array([2, 4, 6, 8, 1, 3])) is True
+    assert "PASS" in capsys.readouterr().out
+    assert check_slopes(2.0 ** (-8 * np.arange(1, 7) / 6)) is False
+    assert "power of two" in capsys.readouterr().out
+    assert check_slopes(2.0 ** -np.arange(1, 7)) is False
+    assert "8-head sequence" in capsys.readouterr().out
+    assert check_slopes(2.0 ** -np.array([1, 2, 3, 4, 6, 8])) is False
+    assert "wrong order" in capsys.readouterr().out
+
+
+def test_bias_row(capsys):
+    # slope 1/2, query i = 4, keys j = 0..5: -(4 - j)/2, and -inf for j = 5
+    assert check_bias_row([-2.0, -1.5, -1.0, -0.5, 0.0, -np.inf]) is True
+    assert "PASS" in capsys.readouterr().out
+    assert check_bias_row([0.0, 0.5, 1.0, 1.5, 2.0, -np.inf]) is False
+    assert "BLOOM" in capsys.readouterr().out
+    assert check_bias_row([2.0, 1.5, 1.0, 0.5, 0.0, np.inf]) is False
+    assert "penalty" in capsys.readouterr().out
+    assert check_bias_row([-2.0, -1.5, -1.0, -0.5, 0.0, -0.5]) is False
+    assert "symmetric" in capsys.readouterr().out
+    assert check_bias_row([-2.0, -1.5, -1.0, -0.5, 0.0, 0.5]) is False
+    assert "TRY AGAIN" in capsys.readouterr().out
+
+
+def _entropy_loop(weights):
+    out = []
+    for row in weights:
+        out.append(-sum(p * math.log(p) for p in row if p > 0))
+    return np.array(out)
+
+
+def test_entropy_function(capsys):
+    assert check_entropy_function(_entropy_loop) is True
+    assert "PASS" in capsys.readouterr().out
+
+    def naive(weights):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return -np.sum(weights * np.log(weights), axis=-1)
+
+    assert check_entropy_function(naive) is False
+    assert "NaN" in capsys.readouterr().out
+
+    def in_bits(weights):
+        return _entropy_loop(weights) / math.log(2)
+
+    assert check_entropy_function(in_bits) is False
+    assert "bits" in capsys.readouterr().out
+    assert check_entropy_function(lambda weights: -_entropy_loop(weights)) is False
+    assert "sign" in capsys.readouterr().out

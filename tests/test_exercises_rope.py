@@ -1,0 +1,103 @@
+"""The checkers of notebook 05's exercises: NOT ATTEMPTED for the stub, PASS for the right answer,
+TRY AGAIN with a hint for plausible wrong answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from course_utils.exercises.rope import (
+    check_angles,
+    check_bfloat16_spacing,
+    check_half_layout_weight,
+)
+
+
+def _stub_function(*args):
+    raise NotImplementedError
+
+
+def _half_layout_by_loop(weight, n_heads):
+    """Rows of each head in the order 0, 2, 4, ..., 1, 3, 5, ... built one head at a time."""
+    head_dim = weight.shape[0] // n_heads
+    blocks = []
+    for h in range(n_heads):
+        block = weight[h * head_dim:(h + 1) * head_dim]
+        blocks.append(np.concatenate([block[0::2], block[1::2]]))
+    return np.concatenate(blocks)
+
+
+def _conversion_script_permute(weight, n_heads):
+    # convert_llama_weights_to_hf.py: w.view(n_heads, dim1 // n_heads // 2, 2, dim2).transpose(1, 2)
+    rows, cols = weight.shape
+    per_head = weight.reshape(n_heads, rows // n_heads // 2, 2, cols)
+    return per_head.transpose(0, 2, 1, 3).reshape(rows, cols)
+
+
+@pytest.mark.parametrize("checker, stub", [
+    (check_angles, ...),
+    (check_half_layout_weight, _stub_function),
+    (check_bfloat16_spacing, ...),
+])
+def test_stub_is_not_attempted(checker, stub, capsys):
+    assert checker(stub) is False
+    assert "NOT ATTEMPTED" in capsys.readouterr().out
+
+
+def test_angles(capsys):
+    i = np.arange(8)
+    assert check_angles(100 * 10000.0 ** (-2 * i / 16)) is True
+    assert "PASS" in capsys.readouterr().out
+    assert check_angles(100 * 10000.0 ** (-i / 16)) is False
+    assert "2i/d" in capsys.readouterr().out
+    assert check_angles(np.degrees(100 * 10000.0 ** (-2 * i / 16))) is False
+    assert "radians" in capsys.readouterr().out
+    assert check_angles(100 * 10000.0 ** (2 * i / 16)) is False
+    assert "shrinks" in capsys.readouterr().out
+
+
+def test_half_layout_weight(capsys):
+    assert check_half_layout_weight(_half_layout_by_loop) is True
+    assert "PASS" in capsys.readouterr().out
+    assert check_half_layout_weight(_conversion_script_permute) is True
+    assert "PASS" in capsys.readouterr().out
+
+    def whole_matrix(weight, n_heads):
+        return np.concatenate([weight[0::2], weight[1::2]])
+
+    assert check_half_layout_weight(whole_matrix) is False
+    assert "within each head" in capsys.readouterr().out
+
+    def inverse(weight, n_heads):
+        # half -> interleaved: row 2i takes row i, row 2i+1 takes row i + head_dim/2
+        head_dim = weight.shape[0] // n_heads
+        out = np.empty_like(weight)
+        for h in range(n_heads):
+            block = weight[h * head_dim:(h + 1) * head_dim]
+            out[h * head_dim:(h + 1) * head_dim][0::2] = block[:head_dim // 2]
+            out[h * head_dim:(h + 1) * head_dim][1::2] = block[head_dim // 2:]
+        return out
+
+    assert check_half_layout_weight(inverse) is False
+    assert "inverse permutation" in capsys.readouterr().out
+    assert check_half_layout_weight(lambda weight, n_heads: weight) is False
+    assert "unchanged" in capsys.readouterr().out
+
+
+def test_bfloat16_spacing(capsys):
+    # 40000 is in [2^15, 2^16); bfloat16 has 8 significant bits: gap 2^(15-7) = 256
+    assert check_bfloat16_spacing(256) is True
+    assert "PASS" in capsys.readouterr().out
+    assert check_bfloat16_spacing(128) is False
+    assert "implicit leading 1" in capsys.readouterr().out
+    assert check_bfloat16_spacing(32) is False
+    assert "float16" in capsys.readouterr().out
+    assert check_bfloat16_spacing(512) is False
+    assert "k = 15" in capsys.readouterr().out
+
+
+def test_bfloat16_spacing_agrees_with_torch(torch):
+    # The gap the checker expects is the gap torch's bfloat16 has between 40000's neighbours.
+    value = torch.tensor(40000.0).to(torch.bfloat16)
+    step = float(torch.nextafter(value, torch.tensor(1e9, dtype=torch.bfloat16)) - value)
+    assert check_bfloat16_spacing(step) is True
