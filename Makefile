@@ -13,7 +13,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup reference test unit nbval lint check-normalized execute normalize lab lock bench clean
+.PHONY: help setup reference test unit nbval lint check-normalized execute normalize lab book lock bench clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -39,9 +39,9 @@ $(REF_STAMP): $(STAMP)
 	$(PYTHON) -m pip install --quiet -c constraints.txt -e '.[dev,reference]'
 	@touch $(REF_STAMP)
 
-test: setup ## Run every test: unit tests, every notebook under nbval, lint, notebook normalisation
+test: setup book ## Run every test: unit tests, every notebook under nbval, the site in a browser, lint, normalisation
 	$(PYTHON) -m pytest tests notebooks $(PYTEST_NB) -p no:cacheprovider
-	$(PYTHON) -m ruff check course_utils tests tools notebooks
+	$(PYTHON) -m ruff check course_utils tests tools notebooks conf.py
 	$(PYTHON) tools/notebooks.py check $(NOTEBOOKS)
 
 unit: setup ## Run only the unit tests (fast)
@@ -51,7 +51,7 @@ nbval: setup ## Run only the notebooks under nbval
 	$(PYTHON) -m pytest notebooks $(PYTEST_NB) -p no:cacheprovider
 
 lint: setup ## Lint course_utils, tests and the notebooks with ruff
-	$(PYTHON) -m ruff check course_utils tests tools notebooks
+	$(PYTHON) -m ruff check course_utils tests tools notebooks conf.py
 
 check-normalized: setup ## Check that committed notebooks are normalised
 	$(PYTHON) tools/notebooks.py check $(NOTEBOOKS)
@@ -64,6 +64,13 @@ normalize: setup ## Normalise notebooks in place without executing them
 
 lab: setup ## Open JupyterLab on notebooks/ with the course environment's kernel
 	$(VENV)/bin/jupyter lab notebooks/
+
+book: setup ## Build the course web site from the committed notebooks into _build/html (EXECUTE=1 re-runs them first)
+ifeq ($(EXECUTE),1)
+	$(MAKE) --no-print-directory execute
+endif
+	$(PYTHON) -m sphinx -b html -d _build/doctrees -W --keep-going -q -j auto . _build/html
+	@echo "Site built: $(CURDIR)/_build/html/index.html"
 
 lock: ## Refresh constraints.txt: resolve the newest versions allowed by pyproject.toml in a clean venv
 	rm -rf .lock-venv && python3 -m venv .lock-venv

@@ -1,0 +1,442 @@
+"""The course web site, opened page by page in headless Chromium.
+
+The site in ``_build/html`` (built by ``make book``; rebuilt here first if it is missing or older
+than its sources) is served on 127.0.0.1 and every page is loaded in a real browser driven by
+Playwright. The site must work offline: no request may leave the local server. On each page MathJax
+typesets every formula without errors, every image loads, nothing fails or logs an error, and every
+same-site link answers 200. Figure captions and alt text from the notebooks' cell metadata, the
+collapsed exercise solutions, the notebook download and the offline search are checked too.
+Screenshots of the landing page and a notebook page go to ``_build/screenshots/``.
+
+Needs Debian's ``chromium`` at /usr/bin/chromium (Playwright's own browser download is not used).
+Without it the test is skipped, except under ``CI=true``, where it fails.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urldefrag, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SITE_SOURCES = [ROOT / "conf.py", ROOT / "index.md", *NOTEBOOKS]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SEARCH_WORD = "rotary"  # on the landing page, and the subject of notebook 05
+TIMEOUT_MS = 30_000
+
+
+def _require_browser():
+    """Return Playwright's sync API, or skip (fail under CI=true) if it or Chromium is missing."""
+    problem = None
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        problem = "the playwright package is not installed (run `make setup`)"
+    if problem is None and not CHROMIUM.is_file():
+        problem = (f"Chromium was not found at {CHROMIUM}; install Debian's package to run this "
+                   "test: `sudo apt-get install chromium`")
+    if problem is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"the site's browser test must run in CI, but {problem}")
+        pytest.skip(f"browser test of the web site skipped: {problem}")
+    return sync_playwright
+
+
+def _site_is_stale() -> bool:
+    pages = list(SITE.glob("*.html")) + list(SITE.glob("notebooks/*.html"))
+    if not (SITE / "index.html").is_file() or not pages:
+        return True
+    newest_source = max(path.stat().st_mtime for path in SITE_SOURCES if path.exists())
+    return newest_source > max(page.stat().st_mtime for page in pages)
+
+
+def _page_name(notebook: Path) -> str:
+    return f"notebooks/{notebook.stem}.html"
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def playwright_api():
+    return _require_browser()
+
+
+@pytest.fixture(scope="module")
+def site(playwright_api) -> Path:
+    if _site_is_stale():
+        subprocess.run(["make", "--no-print-directory", "book"], cwd=ROOT, check=True)
+    return SITE
+
+
+@pytest.fixture(scope="module")
+def base_url(site):
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser(playwright_api):
+    with playwright_api() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+class _Visitor:
+    """A browser context that records every request, failure and console error."""
+
+    def __init__(self, browser, base_url, **context_options):
+        self.origin = base_url.rstrip("/")
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900},
+                                           **context_options)
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.off_host, self.failed, self.errors = [], [], []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
+        self.page.on("requestfailed", lambda request: self.failed.append(
+            f"{request.url} ({request.failure})"))
+        self.page.on("response", self._response)
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(("data:", "blob:", "about:")) or url.startswith(self.origin + "/"):
+            route.continue_()
+        else:
+            self.off_host.append(url)
+            route.abort()
+
+    def _console(self, message):
+        if message.type == "error":
+            self.errors.append(f"console: {message.text}")
+
+    def _response(self, response):
+        if response.status >= 400:
+            self.failed.append(f"{response.url} (HTTP {response.status})")
+
+    def open(self, path):
+        self.page.goto(f"{self.origin}/{path}", wait_until="load")
+        self.page.wait_for_load_state("networkidle")
+        # MathJax typesets after the page has loaded; wait for it and for its web fonts.
+        self.page.evaluate(
+            "async () => { if (window.MathJax && MathJax.startup && MathJax.startup.promise)"
+            " { await MathJax.startup.promise; } await document.fonts.ready; }"
+        )
+        self.page.wait_for_load_state("networkidle")
+        return self.page
+
+    def close(self):
+        self.context.close()
+
+
+_PAGE_FACTS = """() => {
+  const body = document.querySelector('article') || document.body;
+  const maths = [...body.querySelectorAll('.math')];
+  const abs = (href) => new URL(href, document.baseURI).href;
+  return {
+    title: document.title,
+    maths: maths.length,
+    typeset: maths.filter(m => m.querySelector('mjx-container')).length,
+    untypeset: maths.filter(m => !m.querySelector('mjx-container'))
+                    .map(m => m.textContent.trim().slice(0, 80)),
+    mathErrors: [...document.querySelectorAll('mjx-merror, merror, [data-mjx-error]')]
+                    .map(e => e.getAttribute('data-mjx-error') || e.textContent.slice(0, 80)),
+    mathjaxLoaded: !!(window.MathJax && window.MathJax.version),
+    images: [...document.images].map(img => ({
+      src: img.currentSrc || img.src, alt: img.getAttribute('alt'),
+      loaded: img.complete && img.naturalWidth > 0,
+      figure: (img.closest('figure') || {id: ''}).id,
+      inArticle: body.contains(img)})),
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    figures: [...body.querySelectorAll('figure')].map(f => ({
+      id: f.id,
+      caption: (f.querySelector('figcaption') || {textContent: ''}).textContent.trim(),
+      alts: [...f.querySelectorAll('img')].map(i => i.getAttribute('alt'))})),
+    hidden: [...body.querySelectorAll('details.above-input')].map(d => ({
+      open: d.open,
+      codeVisible: [...d.querySelectorAll('.cell_input pre')].some(p => p.checkVisibility()),
+      summary: d.querySelector('summary').innerText.trim()})),
+    downloads: [...document.querySelectorAll('a[href]')].map(a => abs(a.getAttribute('href')))
+                  .filter(h => h.includes('/_sources/')),
+  };
+}"""
+
+
+def _site_pages(site: Path) -> list[str]:
+    return sorted(
+        path.relative_to(site).as_posix() for path in site.rglob("*.html")
+        if not path.relative_to(site).parts[0].startswith(("_", "."))
+    )
+
+
+@pytest.fixture(scope="module")
+def visits(site, base_url, browser):
+    """Load every page once; return ``{page: facts}`` and the visitor's records."""
+    visitor = _Visitor(browser, base_url)
+    facts = {}
+    try:
+        for path in _site_pages(site):
+            page = visitor.open(path)
+            facts[path] = page.evaluate(_PAGE_FACTS)
+        yield facts, visitor
+    finally:
+        visitor.close()
+
+
+def _showcase_notebook() -> Path:
+    """The RoPE notebook (math, figures, a collapsed solution), else the last notebook."""
+    return next((nb for nb in NOTEBOOKS if nb.name.startswith("05_")), NOTEBOOKS[-1])
+
+
+def _notebook_cells(notebook: Path):
+    return [cell for cell in json.loads(notebook.read_text())["cells"]
+            if cell["cell_type"] == "code"]
+
+
+def _caption_words(caption: str) -> list[str]:
+    """Plain words of a MyST caption: math, TeX commands and link targets removed."""
+    caption = re.sub(r"\$[^$]*\$|\\[A-Za-z]+|\]\([^)]*\)", " ", caption)
+    return re.findall(r"[A-Za-z]{4,}", caption)
+
+
+def _make_id(name: str) -> str:
+    from docutils.nodes import make_id
+
+    return make_id(name)
+
+
+def test_every_notebook_has_a_page(visits):
+    facts, _ = visits
+    assert "index.html" in facts and "search.html" in facts
+    missing = [_page_name(nb) for nb in NOTEBOOKS if _page_name(nb) not in facts]
+    assert not missing, f"notebooks without a page on the site: {missing}"
+    landing = {urldefrag(link).url for link in facts["index.html"]["links"]}
+    unlinked = [_page_name(nb) for nb in NOTEBOOKS
+                if not any(link.endswith("/" + _page_name(nb)) for link in landing)]
+    assert not unlinked, f"pages not linked from the landing page: {unlinked}"
+
+
+def test_no_request_leaves_the_local_server(visits):
+    _, visitor = visits
+    assert not visitor.off_host, (
+        "the site must work offline, but pages requested other hosts: "
+        f"{sorted(set(visitor.off_host))}")
+
+
+def test_no_failed_request_and_no_console_error(visits):
+    _, visitor = visits
+    assert not visitor.failed, f"failed requests: {sorted(set(visitor.failed))}"
+    assert not visitor.errors, f"errors in the browser console: {visitor.errors}"
+
+
+def test_mathjax_typesets_every_formula_without_errors(visits):
+    facts, _ = visits
+    with_math = {path: f for path, f in facts.items() if f["maths"]}
+    assert "index.html" in with_math, "the landing page's formula was not found"
+    for path, f in with_math.items():
+        assert f["mathjaxLoaded"], f"{path}: MathJax did not load"
+        assert f["typeset"] == f["maths"], (
+            f"{path}: MathJax typeset {f['typeset']} of {f['maths']} formulas; "
+            f"not typeset: {f['untypeset'][:5]}")
+        assert not f["mathErrors"], f"{path}: MathJax reported errors: {f['mathErrors'][:5]}"
+
+
+def test_every_image_loads(visits):
+    facts, _ = visits
+    broken = [(path, image["src"]) for path, f in facts.items()
+              for image in f["images"] if not image["loaded"]]
+    assert not broken, f"images that did not load: {broken}"
+
+
+def test_every_notebook_figure_has_alt_text(visits):
+    facts, _ = visits
+    for notebook in NOTEBOOKS:
+        images = [i for i in facts[_page_name(notebook)]["images"] if i["inArticle"]]
+        bad = [image["figure"] or image["src"].rsplit("/", 1)[-1] for image in images
+               if not image["alt"] or "_images/" in image["alt"]
+               or image["alt"].lower().endswith((".png", ".svg", ".jpg"))]
+        assert not bad, (
+            f"{notebook.name}: figures without alt text: {bad}; give each figure's code cell the "
+            'metadata {"mystnb": {"figure": {"caption": ..., "name": ...}, "image": {"alt": ...}}}')
+
+
+def test_figure_captions_and_alt_text_from_cell_metadata_survive(visits):
+    facts, _ = visits
+    for notebook in NOTEBOOKS:
+        figures = {f["id"]: f for f in facts[_page_name(notebook)]["figures"]}
+        for cell in _notebook_cells(notebook):
+            meta = cell["metadata"].get("mystnb", {})
+            figure, image = meta.get("figure", {}), meta.get("image", {})
+            if not figure.get("name"):
+                continue
+            fig_id = _make_id(figure["name"])
+            assert fig_id in figures, f"{notebook.name}: no figure with id {fig_id!r} on its page"
+            shown = figures[fig_id]
+            words = _caption_words(figure.get("caption", ""))
+            assert shown["caption"] and all(word in shown["caption"] for word in words), (
+                f"{notebook.name}: figure {fig_id!r} caption {shown['caption']!r} does not show "
+                f"the metadata caption {figure.get('caption')!r}")
+            if image.get("alt"):
+                assert image["alt"] in shown["alts"], (
+                    f"{notebook.name}: figure {fig_id!r} lost its alt text {image['alt']!r}")
+
+
+def test_solutions_tagged_hide_input_are_collapsed(visits):
+    facts, _ = visits
+    for notebook in NOTEBOOKS:
+        tagged = sum("hide-input" in cell["metadata"].get("tags", [])
+                     for cell in _notebook_cells(notebook))
+        hidden = facts[_page_name(notebook)]["hidden"]
+        assert len(hidden) == tagged, (
+            f"{notebook.name}: {tagged} cells tagged hide-input but {len(hidden)} collapsed blocks")
+        for block in hidden:
+            assert not block["open"] and not block["codeVisible"], (
+                f"{notebook.name}: a hide-input cell's source is shown expanded")
+            assert block["summary"] == "Show code cell source"
+
+
+def test_every_notebook_can_be_downloaded(visits, base_url):
+    facts, _ = visits
+    for notebook in NOTEBOOKS:
+        wanted = f"{base_url}_sources/notebooks/{notebook.name}"
+        assert wanted in facts[_page_name(notebook)]["downloads"], (
+            f"{notebook.name}: the page has no download link to {wanted}")
+        with _open_url(wanted) as response:
+            served = json.loads(response.read())
+        assert served == json.loads(notebook.read_text()), (
+            f"{notebook.name}: the downloadable notebook differs from the committed one "
+            "(rebuild the site with `make book`)")
+
+
+def _open_url(url):
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    return opener.open(url, timeout=30)
+
+
+def test_every_internal_link_resolves(visits, base_url):
+    facts, _ = visits
+    targets = {}
+    for path, f in facts.items():
+        for link in f["links"]:
+            url = urldefrag(link).url
+            if url.startswith(base_url):
+                targets.setdefault(url, path)
+            else:
+                assert urlsplit(url).scheme in ("http", "https", "mailto", "javascript"), url
+    assert len(targets) > len(facts), "too few same-site links found: is the toctree there?"
+    broken = []
+    for url, page in sorted(targets.items()):
+        try:
+            with _open_url(url) as response:
+                status = response.status
+        except urllib.error.HTTPError as error:
+            status = error.code
+        if status != 200:
+            broken.append(f"{url} (HTTP {status}, linked from {page})")
+    assert not broken, f"broken same-site links: {broken}"
+
+
+def test_offline_search_finds_a_word(site, base_url, browser):
+    visitor = _Visitor(browser, base_url)
+    try:
+        page = visitor.open(f"search.html?q={SEARCH_WORD}")
+        page.wait_for_selector("#search-results ul.search li", timeout=TIMEOUT_MS)
+        hits = page.eval_on_selector_all("#search-results ul.search li a",
+                                         "links => links.map(a => a.href)")
+        assert hits, f"searching for {SEARCH_WORD!r} found nothing"
+        rope = [nb for nb in NOTEBOOKS if nb.name.startswith("05_")]
+        if rope:
+            assert any(_page_name(rope[0]) in hit for hit in hits), (
+                f"searching for {SEARCH_WORD!r} did not find {rope[0].name}: {hits}")
+        assert not visitor.off_host and not visitor.failed and not visitor.errors, (
+            visitor.off_host, visitor.failed, visitor.errors)
+    finally:
+        visitor.close()
+
+
+_CONTRAST = """() => {
+  const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => { const c = [r, g, b].map(v => { v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+      return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]; };
+  const background = el => { for (; el; el = el.parentElement) {
+      const c = rgb(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3); }
+      return [255, 255, 255]; };
+  const ratio = el => { const a = lum(rgb(getComputedStyle(el).color).slice(0, 3)),
+      b = lum(background(el)); return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); };
+  const pick = sel => [...document.querySelectorAll(sel)].slice(0, 20);
+  return {
+    theme: document.documentElement.dataset.theme,
+    prose: pick('article p').map(ratio),
+    input: pick('.cell_input pre').map(ratio),
+    output: pick('.cell_output pre').map(ratio),
+    highlighted: [...document.querySelectorAll('.cell_input pre span')]
+                   .filter(span => span.textContent.trim()).map(ratio),
+    caption: pick('figcaption p').map(ratio),
+  };
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_code_and_outputs_readable_in_light_and_dark_mode(site, base_url, browser, scheme):
+    page_path = _page_name(_showcase_notebook())
+    visitor = _Visitor(browser, base_url, color_scheme=scheme)
+    try:
+        result = visitor.open(page_path).evaluate(_CONTRAST)
+    finally:
+        visitor.close()
+    assert result["theme"] == scheme
+    for part in ("prose", "input", "output", "highlighted", "caption"):
+        if part == "caption" and not result[part]:
+            continue  # a page without figure captions
+        assert result[part], f"{page_path}: no {part} text found"
+        worst = min(result[part])
+        # 4.5:1 is WCAG's minimum contrast for body text.
+        assert worst >= 4.5, f"{page_path} in {scheme} mode: {part} text contrast {worst:.2f} < 4.5"
+
+
+def test_screenshots(site, base_url, browser):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    showcase = _showcase_notebook()
+    shots = {"index.png": "index.html", f"{showcase.stem}.png": _page_name(showcase)}
+    visitor = _Visitor(browser, base_url)
+    try:
+        for name, path in shots.items():
+            visitor.open(path).screenshot(path=SCREENSHOTS / name, full_page=True)
+            assert (SCREENSHOTS / name).stat().st_size > 10_000
+    finally:
+        visitor.close()
