@@ -10,6 +10,7 @@ One module per topic of the course:
 - :mod:`course_utils.rope`: rotary embeddings in both channel layouts.
 - :mod:`course_utils.alibi`: ALiBi slopes and biases.
 - :mod:`course_utils.scaling`: RoPE context-length scaling (PI, NTK, dynamic, YaRN, Llama-3, LongRoPE).
+- :mod:`course_utils.practice`: position ids from masks, packed sequences, a KV cache.
 - :mod:`course_utils.plotting`: the course's figure style and shared figure helpers.
 """
 

@@ -19,7 +19,19 @@ import numpy as np
 from . import _validate as val
 from .rope import rope_inv_freq
 
-__all__ = ["METHODS", "rope_scaling", "yarn_correction_range", "yarn_get_mscale"]
+__all__ = [
+    "METHODS",
+    "rope_scaling",
+    "yarn_correction_range",
+    "yarn_get_mscale",
+    "DYNAMIC_CONVENTIONS",
+    "rotations_in_context",
+    "yarn_paper_ramp",
+    "yarn_paper_inv_freq",
+    "dynamic_ntk_base",
+    "rope_score_features",
+    "fit_rope_score",
+]
 
 METHODS = ("linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
 
@@ -202,3 +214,225 @@ def rope_scaling(method, head_dim, *, base=10000.0, factor, original_max_positio
     if attention is None:
         attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(length))
     return inv_freq, val.positive_float(attention, "attention_factor")
+
+
+DYNAMIC_CONVENTIONS = ("transformers", "yarn_paper")
+
+
+def rotations_in_context(head_dim, *, base=10000.0, original_max_position_embeddings):
+    """Full turns pair ``i`` makes over the training length: ``r_i = L / lambda_i``.
+
+    ``lambda_i = 2 pi / omega_i = 2 pi b^(2i/d)`` is the pair's wavelength in positions, so
+    ``r_i = L omega_i / (2 pi)``. Pairs with ``r_i >= 1`` met every angle of their circle during
+    training; a pair with ``r_i < 1`` only met the arc ``[0, L omega_i)``, so positions past ``L``
+    give it angles it never saw.
+
+    Parameters
+    ----------
+    head_dim : int, even
+        Rotary dimension ``d``.
+    base : float
+        ``b`` (``rope_theta``).
+    original_max_position_embeddings : int
+        ``L``, the pre-training context length.
+
+    Returns
+    -------
+    array, shape ``(head_dim // 2,)``, float64, decreasing in ``i``.
+
+    References
+    ----------
+    Peng et al. 2023 (YaRN), section 3.2, ``r(d) = L / lambda_d``; Hugging Face
+    ``transformers/modeling_rope_utils.py`` ``_compute_yarn_parameters`` (``find_correction_dim``
+    inverts this relation) and ``_compute_llama3_parameters`` (compares ``wavelen`` with ``L``).
+    """
+    length = val.positive_int(original_max_position_embeddings, "original_max_position_embeddings")
+    return length * rope_inv_freq(head_dim, base=base) / (2 * np.pi)
+
+
+def _ramp_bounds(alpha, beta):
+    alpha = val.positive_float(alpha, "alpha")
+    beta = val.positive_float(beta, "beta")
+    if beta <= alpha:
+        raise ValueError(f"beta must exceed alpha, got alpha={alpha!r} and beta={beta!r}")
+    return alpha, beta
+
+
+def yarn_paper_ramp(r, *, alpha=1.0, beta=32.0):
+    """The YaRN paper's ramp ``gamma(r)``: 0 below ``alpha``, 1 above ``beta``, linear between.
+
+    ``gamma(r) = clip((r - alpha) / (beta - alpha), 0, 1)``. It is applied as
+    ``h(theta) = (1 - gamma) theta / s + gamma theta``: ``gamma = 1`` keeps a pair's frequency
+    (many turns within ``L``), ``gamma = 0`` divides it by ``s`` as Position Interpolation does.
+    Note the ramp is linear in ``r``, which is exponential in the pair index; the reference code
+    ramps linearly in the pair index instead (see :func:`rope_scaling` with ``"yarn"``).
+
+    Parameters
+    ----------
+    r : array_like of non-negative reals, any shape
+        Turns within the training length, as from :func:`rotations_in_context`.
+    alpha, beta : float, ``0 < alpha < beta``
+        The paper recommends ``alpha = 1``, ``beta = 32`` for Llama models.
+
+    Returns
+    -------
+    array of ``r``'s shape, float64, in ``[0, 1]``.
+
+    References
+    ----------
+    Peng et al. 2023 (YaRN), section 3.2, definition of "NTK-by-parts" interpolation.
+    """
+    alpha, beta = _ramp_bounds(alpha, beta)
+    r = val.numeric_array(r, "r").astype(np.float64)
+    if np.any(r < 0):
+        raise ValueError("r must be non-negative (a number of turns), got a negative value")
+    return np.clip((r - alpha) / (beta - alpha), 0.0, 1.0)
+
+
+def yarn_paper_inv_freq(head_dim, *, base=10000.0, factor, original_max_position_embeddings,
+                        alpha=1.0, beta=32.0):
+    """YaRN frequencies as the paper writes them: ``(1 - gamma_i) omega_i / s + gamma_i omega_i``.
+
+    ``r_i = L / lambda_i`` (:func:`rotations_in_context`) and ``gamma`` is :func:`yarn_paper_ramp`.
+    Compare :func:`rope_scaling` ``("yarn", ...)``, which follows the reference code: there the
+    blend weight is linear in the pair index ``i`` between the floor and ceiling of the indices
+    where ``r = beta`` and ``r = alpha``. The two agree outside those indices and differ inside.
+
+    Returns
+    -------
+    array, shape ``(head_dim // 2,)``, float64.
+
+    References
+    ----------
+    Peng et al. 2023 (YaRN), section 3.2, ``h(theta_d)`` of "NTK-by-parts" interpolation.
+    """
+    factor = val.positive_float(factor, "factor", minimum=1.0)
+    alpha, beta = _ramp_bounds(alpha, beta)
+    omega = rope_inv_freq(head_dim, base=base)
+    gamma = yarn_paper_ramp(
+        rotations_in_context(head_dim, base=base,
+                             original_max_position_embeddings=original_max_position_embeddings),
+        alpha=alpha, beta=beta)
+    return (1.0 - gamma) * omega / factor + gamma * omega
+
+
+def dynamic_ntk_base(head_dim, *, base=10000.0, factor, seq_len, original_max_position_embeddings,
+                     convention="transformers"):
+    """The RoPE base dynamic NTK scaling uses at the current sequence length ``l``.
+
+    * ``convention="transformers"`` (the code models run):
+      ``b' = b (s l' / L - (s - 1))^(d / (d - 2))`` with ``l' = max(l, L)``.
+    * ``convention="yarn_paper"`` (Peng et al. 2023, section 3.3): the NTK-aware base
+      ``b s'^(d / (d - 2))`` with ``s' = max(1, l / L)``; the configured ``factor`` plays no part.
+
+    Both give ``b`` for ``l <= L``; for ``l > L`` they agree only when ``factor == 1``.
+
+    Parameters
+    ----------
+    head_dim : int, even, >= 4
+    base : float
+    factor : float >= 1
+        The configured ``s``.
+    seq_len : int
+        The current sequence length ``l``.
+    original_max_position_embeddings : int
+        ``L`` (Hugging Face reads ``config.max_position_embeddings`` for this method).
+    convention : {"transformers", "yarn_paper"}
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Hugging Face ``transformers/modeling_rope_utils.py`` ``_compute_dynamic_ntk_parameters``;
+    Peng et al. 2023 (YaRN), section 3.3 "Dynamic Scaling".
+    """
+    head_dim = val.positive_int(head_dim, "head_dim", even=True)
+    if head_dim < 4:
+        raise ValueError(f"head_dim must be >= 4 (the exponent is d/(d-2)), got {head_dim}")
+    base = val.positive_float(base, "base")
+    factor = val.positive_float(factor, "factor", minimum=1.0)
+    seq_len = val.positive_int(seq_len, "seq_len")
+    length = val.positive_int(original_max_position_embeddings, "original_max_position_embeddings")
+    convention = val.choice(convention, "convention", DYNAMIC_CONVENTIONS)
+    exponent = head_dim / (head_dim - 2)
+    if convention == "transformers":
+        current = max(seq_len, length)
+        return base * (factor * current / length - (factor - 1)) ** exponent
+    return base * max(1.0, seq_len / length) ** exponent
+
+
+def rope_score_features(distances, inv_freq):
+    """The functions a RoPE attention score is built from: ``[cos(D theta_i) | sin(D theta_i)]``.
+
+    With RoPE, the score of a query and a key ``D = m - n`` positions apart is
+    ``sum_i a_i cos(D theta_i) + b_i sin(D theta_i)``, with coefficients ``a_i, b_i`` set by the
+    query and key contents. Every such score is these features times a coefficient vector.
+
+    Parameters
+    ----------
+    distances : array_like of reals, shape ``(...)``
+        Relative positions ``D`` (fractional allowed).
+    inv_freq : array_like, shape ``(n_pairs,)``
+        The frequencies ``theta_i``.
+
+    Returns
+    -------
+    array, shape ``(..., 2 * n_pairs)``: the cosines, then the sines.
+
+    References
+    ----------
+    Chen et al. 2023 (Position Interpolation), section 2.3, eq. (3) and Figure 2.
+    """
+    distances = val.numeric_array(distances, "distances").astype(np.float64)
+    inv_freq = val.numeric_array(inv_freq, "inv_freq").astype(np.float64)
+    if inv_freq.ndim != 1 or inv_freq.size == 0:
+        raise ValueError(f"inv_freq must be a non-empty 1-D array, got shape {inv_freq.shape}")
+    angles = distances[..., None] * inv_freq
+    return np.concatenate([np.cos(angles), np.sin(angles)], axis=-1)
+
+
+def fit_rope_score(distances, targets, inv_freq, *, ridge=0.0):
+    """Least-squares coefficients ``c``: ``rope_score_features(distances, inv_freq) @ c ~ targets``.
+
+    Minimises ``|F c - y|^2 + ridge |c|^2`` through the singular value decomposition
+    ``F = U S V^T``: ``c = V diag(S / (S^2 + ridge)) U^T y``. With ``ridge=0`` this is the
+    minimum-norm least-squares solution (singular values below ``eps * max(F.shape) * S_max``
+    dropped, as :func:`numpy.linalg.lstsq` does).
+
+    Parameters
+    ----------
+    distances : 1-D array_like of reals, shape ``(n,)``
+    targets : 1-D array_like of reals, shape ``(n,)``
+    inv_freq : 1-D array_like, shape ``(n_pairs,)``
+    ridge : float >= 0
+        The regularisation weight.
+
+    Returns
+    -------
+    array, shape ``(2 * n_pairs,)``.
+
+    References
+    ----------
+    Chen et al. 2023 (Position Interpolation), Figure 2, which fits this form by least squares.
+    """
+    features = rope_score_features(distances, inv_freq)
+    targets = val.numeric_array(targets, "targets").astype(np.float64)
+    if features.ndim != 2 or targets.shape != features.shape[:1]:
+        raise ValueError(
+            f"distances and targets must be 1-D arrays of the same length, got shapes "
+            f"{features.shape[:-1]} and {targets.shape}"
+        )
+    if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.floating, np.integer)):
+        raise TypeError(f"ridge must be a non-negative real number, got {ridge!r}")
+    ridge = float(ridge)
+    if not np.isfinite(ridge) or ridge < 0:
+        raise ValueError(f"ridge must be a non-negative finite number, got {ridge!r}")
+    u, s, vt = np.linalg.svd(features, full_matrices=False)
+    if ridge == 0.0:
+        keep = s > np.finfo(np.float64).eps * max(features.shape) * s[0]
+        scale = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)
+    else:
+        scale = s / (s**2 + ridge)
+    return vt.T @ (scale * (u.T @ targets))

@@ -1,0 +1,93 @@
+"""Checkers for the exercises of notebook 08 (positions in practice).
+
+Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
+The expected answers come from :mod:`course_utils.practice`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..practice import packed_position_ids, position_ids_from_attention_mask
+from . import answer_of, grade
+
+__all__ = ["check_position_ids", "check_packed_position_ids", "check_next_positions"]
+
+# Left-padded rows of different lengths, a row without padding, and a single real token.
+_MASKS = (
+    np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1]]),
+    np.array([[0, 1, 1, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1]]),
+)
+_LENGTHS = ((3, 2), (1, 4, 2, 5), (6,))
+
+# The batch of the next-position exercise: left-padded prompts already in the cache.
+NEXT_POSITION_MASK = np.array([[0, 0, 0, 1, 1, 1],
+                               [1, 1, 1, 1, 1, 1],
+                               [0, 1, 1, 1, 1, 1]])
+
+
+def check_position_ids(stub):
+    """Exercise 8.1: ``stub(attention_mask)`` must number the real tokens of each row 0, 1, 2, ...
+
+    Compared on the real tokens only (mask 1): what a pad gets never matters.
+    """
+
+    def real_tokens(ids_per_mask):
+        return np.concatenate([np.asarray(ids, dtype=np.float64)[m == 1]
+                               for ids, m in zip(ids_per_mask, _MASKS, strict=True)])
+
+    def compute():
+        answers = []
+        for m in _MASKS:
+            ids = np.asarray(answer_of(stub, m.copy()), dtype=np.float64)
+            if ids.shape != m.shape:
+                raise ValueError(f"expected position ids of shape {m.shape}, got {ids.shape}")
+            answers.append(ids)
+        return real_tokens(answers)
+
+    expected = real_tokens([position_ids_from_attention_mask(m) for m in _MASKS])
+    hints = [
+        (real_tokens([np.broadcast_to(np.arange(m.shape[1]), m.shape) for m in _MASKS]),
+         "that is the naive arange: with left padding the first real token must get position 0, "
+         "so count real tokens only (cumsum of the mask)"),
+        (real_tokens([np.cumsum(m, axis=-1) for m in _MASKS]),
+         "off by one: cumsum(mask) gives 1 for the first real token; subtract 1"),
+    ]
+    return grade("Exercise 8.1: position ids from an attention mask", compute, expected,
+                 hints=hints, rtol=0, atol=0)
+
+
+def check_packed_position_ids(stub):
+    """Exercise 8.2: ``stub(lengths)`` must return position ids restarting at 0 per document."""
+
+    def compute():
+        return np.concatenate([np.asarray(answer_of(stub, list(lengths)), dtype=np.float64)
+                               for lengths in _LENGTHS])
+
+    expected = np.concatenate([packed_position_ids(lengths) for lengths in _LENGTHS])
+    hints = [
+        (np.concatenate([np.arange(sum(lengths)) for lengths in _LENGTHS]),
+         "the position ids run on across documents; each document must restart at 0"),
+        (expected + 1, "off by one: each document starts at position 0, not 1"),
+    ]
+    return grade("Exercise 8.2: position ids for packed documents", compute, expected,
+                 hints=hints, rtol=0, atol=0)
+
+
+def check_next_positions(answer):
+    """Exercise 8.3: the position id of the next generated token in each row of
+    :data:`NEXT_POSITION_MASK` (left-padded prompts already in the cache).
+
+    The new token follows the row's real tokens, so its position is the number of real tokens.
+    """
+    mask = NEXT_POSITION_MASK
+    extended = np.concatenate([mask, np.ones((mask.shape[0], 1), dtype=mask.dtype)], axis=1)
+    expected = position_ids_from_attention_mask(extended)[:, -1]
+    hints = [
+        (np.full(mask.shape[0], mask.shape[1]), "that is the column index of the new token; "
+                                                "pads must not be counted"),
+        (mask.sum(axis=-1) - 1, "that is the position of the LAST PROMPT token; the new token "
+                                "comes one after it"),
+    ]
+    return grade("Exercise 8.3: position of the next generated token", lambda: answer_of(answer),
+                 expected.astype(np.float64), hints=hints, rtol=0, atol=0)

@@ -1,0 +1,82 @@
+"""The checkers of notebook 08's exercises: NOT ATTEMPTED for the stub, PASS for the right answer,
+TRY AGAIN with a hint for plausible wrong answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from course_utils.exercises.practice import (
+    NEXT_POSITION_MASK,
+    check_next_positions,
+    check_packed_position_ids,
+    check_position_ids,
+)
+
+
+def _stub_function(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize("checker, stub", [
+    (check_position_ids, _stub_function),
+    (check_packed_position_ids, _stub_function),
+    (check_next_positions, ...),
+])
+def test_stub_is_not_attempted(checker, stub, capsys):
+    assert checker(stub) is False
+    assert "NOT ATTEMPTED" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("pad_value", [0, 1, 99])
+def test_position_ids_right_whatever_the_pads_get(pad_value, capsys):
+    def answer(mask):
+        return np.where(mask == 1, np.cumsum(mask, axis=-1) - 1, pad_value)
+    assert check_position_ids(answer) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda mask: np.broadcast_to(np.arange(mask.shape[1]), mask.shape), "naive arange"),
+    (lambda mask: np.cumsum(mask, axis=-1), "off by one"),
+    (lambda mask: np.arange(mask.shape[1]), "shape"),
+])
+def test_position_ids_wrong(wrong, hint, capsys):
+    assert check_position_ids(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def test_packed_position_ids(capsys):
+    def answer(lengths):
+        return np.concatenate([np.arange(n) for n in lengths])
+    assert check_packed_position_ids(answer) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda lengths: np.arange(sum(lengths)), "run on"),
+    (lambda lengths: np.concatenate([np.arange(1, n + 1) for n in lengths]), "off by one"),
+])
+def test_packed_position_ids_wrong(wrong, hint, capsys):
+    assert check_packed_position_ids(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def test_next_positions(capsys):
+    # Each row's new token follows its real tokens: rows with 3, 6 and 5 real tokens.
+    assert NEXT_POSITION_MASK.sum(axis=-1).tolist() == [3, 6, 5]
+    assert check_next_positions([3, 6, 5]) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    ([6, 6, 6], "column index"),
+    ([2, 5, 4], "LAST PROMPT token"),
+    ([3, 6], "shape"),
+])
+def test_next_positions_wrong(wrong, hint, capsys):
+    assert check_next_positions(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out

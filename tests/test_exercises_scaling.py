@@ -1,0 +1,103 @@
+"""The checkers of notebook 07's exercises: NOT ATTEMPTED for the stub, PASS for the right answer,
+TRY AGAIN with a hint for plausible wrong answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from course_utils.exercises.scaling import (
+    check_full_turn_count,
+    check_llama3_frequencies,
+    check_paper_ramp,
+)
+
+
+def _stub_function(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize("checker, stub", [
+    (check_full_turn_count, ...),
+    (check_paper_ramp, _stub_function),
+    (check_llama3_frequencies, _stub_function),
+])
+def test_stub_is_not_attempted(checker, stub, capsys):
+    assert checker(stub) is False
+    assert "NOT ATTEMPTED" in capsys.readouterr().out
+
+
+def test_full_turn_count(capsys):
+    # Mistral 7B v0.2: lambda_i <= L  <=>  i <= 64 ln(32768 / 2 pi) / ln(1e6) = 39.65, so 40 pairs.
+    right = math.floor(64 * math.log(32768 / (2 * math.pi)) / math.log(1e6)) + 1
+    assert right == 40
+    assert check_full_turn_count(right) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (24, "do NOT complete"),
+    (39, "one short"),
+    (80, "channels"),
+    (41, "values differ"),
+])
+def test_full_turn_count_wrong(wrong, hint, capsys):
+    assert check_full_turn_count(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def _ramp(r, alpha, beta):
+    return np.clip((r - alpha) / (beta - alpha), 0.0, 1.0)
+
+
+def test_paper_ramp(capsys):
+    assert check_paper_ramp(_ramp) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda r, a, b: 1 - _ramp(r, a, b), "upside down"),
+    (lambda r, a, b: (r - a) / (b - a), "clipped"),
+    (lambda r, a, b: np.clip(r / b, 0, 1), "starts at alpha"),
+    (lambda r, a, b: np.ones(3), "shape"),
+    (lambda r, a, b: r.undefined, "raised AttributeError"),
+])
+def test_paper_ramp_wrong(wrong, hint, capsys):
+    assert check_paper_ramp(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def _llama3(omega, factor, L, lf, hf):
+    # Written from Meta's apply_scaling (llama-models, models/llama3/reference_impl/model.py).
+    wavelength = 2 * np.pi / omega
+    new = np.where(wavelength > L / lf, omega / factor, omega)
+    smooth = (L / wavelength - lf) / (hf - lf)
+    middle = (wavelength >= L / hf) & (wavelength <= L / lf)
+    return np.where(middle, (1 - smooth) * new / factor + smooth * new, new)
+
+
+def test_llama3_frequencies(capsys):
+    assert check_llama3_frequencies(_llama3) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+def _reversed_blend(omega, factor, L, lf, hf):
+    wavelength = 2 * np.pi / omega
+    g = (L / wavelength - lf) / (hf - lf)
+    middle = (wavelength >= L / hf) & (wavelength <= L / lf)
+    return np.where(middle, g * omega / factor + (1 - g) * omega, _llama3(omega, factor, L, lf, hf))
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda omega, s, L, lf, hf: omega / s, "Position Interpolation"),
+    (_reversed_blend, "reversed"),
+    (lambda omega, s, L, lf, hf: np.where(2 * np.pi / omega > L / lf, omega / s, omega), "blended"),
+])
+def test_llama3_frequencies_wrong(wrong, hint, capsys):
+    assert check_llama3_frequencies(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
