@@ -12,6 +12,8 @@ One module per topic of the course:
 - :mod:`course_utils.scaling`: RoPE context-length scaling (PI, NTK, dynamic, YaRN, Llama-3, LongRoPE).
 - :mod:`course_utils.practice`: position ids from masks, packed sequences, a KV cache.
 - :mod:`course_utils.plotting`: the course's figure style and shared figure helpers.
+- :mod:`course_utils.lab`: the length-generalisation lab (a tiny numpy attention model, its
+  hand-written backward pass, two tasks, training and evaluation at longer lengths).
 """
 
 from .checks import check_close, check_raises, check_true

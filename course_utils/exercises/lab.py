@@ -1,0 +1,112 @@
+"""Checkers for the exercises of notebook 09 (the length-generalisation lab).
+
+Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
+The expected answers are computed by a route other than the one the exercise asks for: RoPE's
+transpose from the explicit rotation matrix, the softmax gradient from the full Jacobian, the
+T5 buckets from :func:`course_utils.relative.t5_relative_position_bucket`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import softmax
+from ..relative import t5_relative_position_bucket
+from ..rope import apply_rope, rope_rotation_matrix
+from . import answer_of, grade
+
+__all__ = ["check_rope_backward", "check_softmax_backward", "check_buckets_reached"]
+
+# Exercise 9.1: the gradient through RoPE for a (heads, seq, head_dim) array.
+_ROPE_SHAPE, _ROPE_SEED = (2, 5, 8), 91
+
+# Exercise 9.2: the gradient through a softmax over rows of 6 scores.
+_SOFTMAX_SHAPE, _SOFTMAX_SEED = (3, 6), 92
+
+# Exercise 9.3: (train_length, num_buckets, max_distance) settings to count trained buckets at.
+_BUCKET_SETTINGS = ((16, 32, 128), (16, 16, 16), (64, 32, 128), (512, 32, 128), (40, 8, 20))
+
+
+def check_rope_backward(func):
+    """Exercise 9.1: ``func(dy, positions)`` returns ``dL/dx`` for ``y = apply_rope(x, positions)``.
+
+    With ``layout="half"`` and base 10^4. Expected: ``R_m^T dy`` at every position ``m``, with
+    ``R_m`` from :func:`course_utils.rope.rope_rotation_matrix`.
+    """
+    rng = np.random.default_rng(_ROPE_SEED)
+    dy = rng.normal(size=_ROPE_SHAPE)
+    positions = np.arange(3, 3 + _ROPE_SHAPE[1])
+    head_dim = _ROPE_SHAPE[-1]
+    rotations = np.stack([rope_rotation_matrix(m, head_dim, layout="half") for m in positions])
+    expected = np.einsum("sji,hsj->hsi", rotations, dy)  # R_m^T dy
+    hints = [
+        (apply_rope(dy, positions, layout="half"),
+         "that rotates the gradient forward by +m theta again; the transpose of a rotation is the "
+         "rotation by the negative angle"),
+        (dy, "RoPE is not the identity: the gradient has to be rotated back to x's frame"),
+        (apply_rope(dy, -positions, layout="interleaved"),
+         "right idea, wrong channel pairs: the forward pass used layout='half'"),
+    ]
+    return grade("Exercise 9.1: the gradient through RoPE",
+                 lambda: answer_of(func, dy.copy(), positions.copy()), expected, hints=hints,
+                 rtol=1e-9, atol=1e-12)
+
+
+def check_softmax_backward(func):
+    """Exercise 9.2: ``func(weights, dweights)`` returns ``dL/dscores`` for ``weights = softmax(scores)``.
+
+    Expected: ``J^T dweights`` row by row with the full Jacobian ``J = diag(a) - a a^T``.
+    """
+    rng = np.random.default_rng(_SOFTMAX_SEED)
+    scores = rng.normal(size=_SOFTMAX_SHAPE)
+    dweights = rng.normal(size=_SOFTMAX_SHAPE)
+    weights = softmax(scores, axis=-1)
+    jacobians = np.stack([np.diag(a) - np.outer(a, a) for a in weights])
+    expected = np.einsum("rji,rj->ri", jacobians, dweights)
+    hints = [
+        (weights * dweights,
+         "that keeps only the direct path; every score also changes every weight through the "
+         "normaliser sum_j exp(s_j), which subtracts sum_j a_j dA_j"),
+        (weights * (1 - weights) * dweights,
+         "that is only the diagonal of the Jacobian (da_i/ds_i); the off-diagonal terms "
+         "-a_i a_j matter too"),
+        (dweights - np.sum(weights * dweights, axis=-1, keepdims=True),
+         "almost: multiply by the weights a_i as well"),
+    ]
+    return grade("Exercise 9.2: the gradient through a softmax",
+                 lambda: answer_of(func, weights.copy(), dweights.copy()), expected, hints=hints,
+                 rtol=1e-9, atol=1e-12)
+
+
+def _reached(train_length, num_buckets, max_distance):
+    distances = np.arange(train_length)
+    buckets = t5_relative_position_bucket(-distances, bidirectional=False,
+                                          num_buckets=num_buckets, max_distance=max_distance)
+    return len(np.unique(buckets))
+
+
+def check_buckets_reached(func):
+    """Exercise 9.3: ``func(train_length, num_buckets, max_distance)`` counts the causal T5 buckets
+    that training at ``train_length`` ever uses (and so ever updates).
+
+    A causal sequence of ``L`` tokens has distances ``0 .. L - 1``. Expected: the number of distinct
+    :func:`course_utils.relative.t5_relative_position_bucket` values over those distances
+    (``bidirectional=False``), at several settings.
+    """
+    expected = np.array([_reached(*s) for s in _BUCKET_SETTINGS], dtype=np.float64)
+    all_buckets = np.array([s[1] for s in _BUCKET_SETTINGS], dtype=np.float64)
+    lengths = np.array([min(s[0], s[1]) for s in _BUCKET_SETTINGS], dtype=np.float64)
+    hints = [
+        (all_buckets,
+         "not every bucket is reached: a length-L sequence has distances 0 .. L-1 only, and the "
+         "larger buckets start far beyond that"),
+        (lengths,
+         "distances beyond num_buckets/2 share logarithmically wider buckets: count distinct "
+         "bucket ids, not distances"),
+    ]
+
+    def answers():
+        return np.array([answer_of(func, *s) for s in _BUCKET_SETTINGS], dtype=np.float64)
+
+    return grade("Exercise 9.3: T5 buckets that training ever reaches", answers, expected,
+                 hints=hints, rtol=0.0, atol=1e-9)

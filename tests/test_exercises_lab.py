@@ -1,0 +1,92 @@
+"""The checkers of notebook 09's exercises: NOT ATTEMPTED for the stub, PASS for the right answer,
+TRY AGAIN with a hint for plausible wrong answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from course_utils.exercises.lab import (
+    check_buckets_reached,
+    check_rope_backward,
+    check_softmax_backward,
+)
+from course_utils.rope import apply_rope
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+def _rope_backward_by_pairs(dy, positions):
+    """R_m^T dy in the half layout, pair by pair: (a, b) -> (a cos + b sin, b cos - a sin)."""
+    half = dy.shape[-1] // 2
+    theta = 10000.0 ** (-np.arange(half) * 2 / dy.shape[-1])
+    angle = np.asarray(positions)[:, None] * theta
+    a, b = dy[..., :half], dy[..., half:]
+    return np.concatenate([a * np.cos(angle) + b * np.sin(angle),
+                           b * np.cos(angle) - a * np.sin(angle)], axis=-1)
+
+
+def _softmax_backward_by_loop(weights, dweights):
+    out = np.zeros_like(weights)
+    for r in range(weights.shape[0]):
+        for i in range(weights.shape[1]):
+            for j in range(weights.shape[1]):
+                out[r, i] += dweights[r, j] * weights[r, j] * ((i == j) - weights[r, i])
+    return out
+
+
+def _buckets_by_formula(train_length, num_buckets, max_distance):
+    # T5's causal bucketing written out for distances 0 .. train_length - 1.
+    max_exact = num_buckets // 2
+    used = set()
+    for d in range(train_length):
+        if d < max_exact:
+            used.add(d)
+        else:
+            log_bucket = max_exact + int(math.log(d / max_exact) / math.log(max_distance / max_exact)
+                                         * (num_buckets - max_exact))
+            used.add(min(log_bucket, num_buckets - 1))
+    return len(used)
+
+
+@pytest.mark.parametrize("checker", [check_rope_backward, check_softmax_backward,
+                                     check_buckets_reached])
+def test_stub_is_not_attempted(checker, capsys):
+    assert checker(_stub) is False
+    assert "NOT ATTEMPTED" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("checker, answer", [
+    (check_rope_backward, _rope_backward_by_pairs),
+    (check_softmax_backward, _softmax_backward_by_loop),
+    (check_buckets_reached, _buckets_by_formula),
+])
+def test_right_answer_passes(checker, answer, capsys):
+    assert checker(answer) is True
+    assert capsys.readouterr().out.startswith("PASS")
+
+
+@pytest.mark.parametrize("checker, wrong, hint", [
+    (check_rope_backward, lambda dy, p: apply_rope(dy, p, layout="half"), "negative angle"),
+    (check_rope_backward, lambda dy, p: dy, "not the identity"),
+    (check_rope_backward, lambda dy, p: apply_rope(dy, -np.asarray(p), layout="interleaved"),
+     "layout='half'"),
+    (check_softmax_backward, lambda a, da: a * da, "normaliser"),
+    (check_softmax_backward, lambda a, da: a * (1 - a) * da, "diagonal"),
+    (check_buckets_reached, lambda length, buckets, distance: buckets, "not every bucket"),
+    (check_buckets_reached, lambda length, buckets, distance: min(length, buckets),
+     "count distinct"),
+])
+def test_plausible_wrong_answers_get_hints(checker, wrong, hint, capsys):
+    assert checker(wrong) is False
+    out = capsys.readouterr().out
+    assert out.startswith("TRY AGAIN") and hint in out
+
+
+def test_a_crashing_answer_is_reported_not_raised(capsys):
+    assert check_softmax_backward(lambda a, da: a @ da) is False
+    assert "raised" in capsys.readouterr().out
