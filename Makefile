@@ -13,7 +13,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup reference test unit nbval lint check-normalized execute normalize lab book lock bench clean
+.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -41,7 +41,7 @@ $(REF_STAMP): $(STAMP)
 
 test: setup book ## Run every test: unit tests, every notebook under nbval, the site in a browser, lint, normalisation
 	$(PYTHON) -m pytest tests notebooks $(PYTEST_NB) -p no:cacheprovider
-	$(PYTHON) -m ruff check course_utils tests tools notebooks conf.py
+	$(PYTHON) -m ruff check course_utils tests tools notebooks benchmarks conf.py
 	$(PYTHON) tools/notebooks.py check $(NOTEBOOKS)
 
 unit: setup ## Run only the unit tests (fast)
@@ -51,7 +51,7 @@ nbval: setup ## Run only the notebooks under nbval
 	$(PYTHON) -m pytest notebooks $(PYTEST_NB) -p no:cacheprovider
 
 lint: setup ## Lint course_utils, tests and the notebooks with ruff
-	$(PYTHON) -m ruff check course_utils tests tools notebooks conf.py
+	$(PYTHON) -m ruff check course_utils tests tools notebooks benchmarks conf.py
 
 check-normalized: setup ## Check that committed notebooks are normalised
 	$(PYTHON) tools/notebooks.py check $(NOTEBOOKS)
@@ -71,6 +71,15 @@ ifeq ($(EXECUTE),1)
 endif
 	$(PYTHON) -m sphinx -b html -d _build/doctrees -W --keep-going -q -j auto . _build/html
 	@echo "Site built: $(CURDIR)/_build/html/index.html"
+
+determinism: setup ## Execute every notebook twice in fresh kernels (temporary copies) and compare the outputs (NB=path for one)
+	$(PYTHON) tools/notebooks.py determinism $(or $(NB),$(NOTEBOOKS))
+
+bench: setup ## Time the course_utils kernels, every notebook under nbval and the site build; write benchmarks/RESULTS.md
+	$(PYTHON) benchmarks/bench.py
+
+doctor: ## Check the installed versions against the ranges in pyproject.toml and say how to fix a mismatch
+	@if [ -x $(PYTHON) ]; then $(PYTHON) tools/doctor.py; else python3 tools/doctor.py; fi
 
 lock: ## Refresh constraints.txt: resolve the newest versions allowed by pyproject.toml in a clean venv
 	rm -rf .lock-venv && python3 -m venv .lock-venv

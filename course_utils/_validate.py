@@ -73,6 +73,24 @@ def float_dtype(value: object, arg: str = "dtype") -> np.dtype:
     return dtype
 
 
+def _all_finite(array: np.ndarray, *, allow_neginf: bool = False) -> bool:
+    """True when no entry is NaN or +inf, nor -inf unless ``allow_neginf``.
+
+    A NaN or an infinity makes the sum NaN or infinite, so a finite sum proves every entry finite
+    in one read-only pass, about twice as fast as ``np.isfinite(array).all()`` on the large arrays
+    of ``make bench``. Only a sum that is not finite (an infinity, a NaN, or an overflow) leads to
+    the entry-by-entry check.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(array)
+    if np.isfinite(total):
+        return True
+    finite = np.isfinite(array)
+    if allow_neginf:
+        finite |= np.isneginf(array)
+    return bool(finite.all())
+
+
 def numeric_array(value: object, arg: str, *, integer: bool = False, min_ndim: int = 0,
                   allow_neginf: bool = False) -> np.ndarray:
     """Convert to an array of real numbers with no NaN/inf; integers only if ``integer``.
@@ -91,8 +109,7 @@ def numeric_array(value: object, arg: str, *, integer: bool = False, min_ndim: i
     if array.ndim < min_ndim:
         raise ValueError(f"{arg} must have at least {min_ndim} dimension(s), got shape {array.shape}")
     if np.issubdtype(array.dtype, np.floating):
-        finite = np.isfinite(array) | (allow_neginf & np.isneginf(array))
-        if not np.all(finite):
+        if not _all_finite(array, allow_neginf=allow_neginf):
             allowed = "NaN or +inf; -inf marks a masked entry" if allow_neginf else "NaN or inf"
             raise ValueError(f"{arg} must be finite (no {allowed})")
         if integer:
@@ -100,5 +117,28 @@ def numeric_array(value: object, arg: str, *, integer: bool = False, min_ndim: i
                 raise ValueError(
                     f"{arg} must hold whole numbers (integer positions), got fractional values"
                 )
+            if array.size and np.max(np.abs(array)) >= 2.0**63:
+                raise ValueError(f"{arg} must hold integers of magnitude below 2**63 (int64)")
             array = array.astype(np.int64)
+    elif integer and array.size and array.dtype.itemsize == 8 and (
+            int(array.max()) > _INT64_MAX or int(array.min()) < -_INT64_MAX):
+        raise ValueError(f"{arg} must hold integers of magnitude below 2**63 (int64)")
     return array
+
+
+_INT64_MAX = 2**63 - 1  # -2**63 is excluded too: its absolute value does not fit in int64
+
+
+def query_key_counts(n_queries: object, n_keys: object) -> tuple[int, int]:
+    """Validate ``(n_queries, n_keys)`` where the queries are the last ``n_queries`` of the keys.
+
+    ``n_keys=None`` means ``n_keys = n_queries`` (no cache).
+    """
+    n_queries = positive_int(n_queries, "n_queries")
+    n_keys = n_queries if n_keys is None else positive_int(n_keys, "n_keys")
+    if n_keys < n_queries:
+        raise ValueError(
+            f"n_keys must be >= n_queries (queries are the last n_queries of the keys), got "
+            f"n_keys={n_keys}, n_queries={n_queries}"
+        )
+    return n_queries, n_keys

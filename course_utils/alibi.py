@@ -53,19 +53,18 @@ def alibi_bias(n_heads, n_queries, n_keys=None, *, causal=True):
     * ``causal=False`` (a symmetric encoder variant): ``-m_h |i - j|`` everywhere.
     """
     slopes = alibi_slopes(n_heads)
-    n_queries = val.positive_int(n_queries, "n_queries")
-    n_keys = n_queries if n_keys is None else val.positive_int(n_keys, "n_keys")
+    n_queries, n_keys = val.query_key_counts(n_queries, n_keys)
     causal = val.boolean(causal, "causal")
-    if n_keys < n_queries:
-        raise ValueError(
-            f"n_keys must be >= n_queries (queries are the last n_queries of the keys), got "
-            f"n_keys={n_keys}, n_queries={n_queries}"
-        )
-    distance = np.arange(n_keys - n_queries, n_keys)[:, None] - np.arange(n_keys)[None, :]  # i - j
-    bias = -slopes[:, None, None] * np.abs(distance)[None]
+    # One (n_queries, n_keys) table of distances i - j, shared by every head; the output is then
+    # written in a single pass. Causal: a key after the query gets distance +inf, so -m_h * inf is
+    # the -inf of the mask (every slope is positive).
+    query_pos = np.arange(n_keys - n_queries, n_keys, dtype=np.float64)
+    distance = np.subtract.outer(query_pos, np.arange(n_keys, dtype=np.float64))  # i - j
     if causal:
-        bias = np.where(distance[None] < 0, -np.inf, bias)
-    return bias
+        np.copyto(distance, np.inf, where=distance < 0)
+    else:
+        np.abs(distance, out=distance)
+    return np.multiply.outer(-slopes, distance)
 
 
 def alibi_bias_bloom(n_heads, n_keys, *, attention_mask=None):

@@ -51,13 +51,7 @@ def causal_mask(n_queries, n_keys=None):
     cache), so query row ``r`` sits at position ``n_keys - n_queries + r`` and sees keys ``j`` up
     to that position.
     """
-    n_queries = val.positive_int(n_queries, "n_queries")
-    n_keys = n_queries if n_keys is None else val.positive_int(n_keys, "n_keys")
-    if n_keys < n_queries:
-        raise ValueError(
-            f"n_keys must be >= n_queries (queries are the last n_queries of the keys), "
-            f"got n_keys={n_keys}, n_queries={n_queries}"
-        )
+    n_queries, n_keys = val.query_key_counts(n_queries, n_keys)
     query_pos = np.arange(n_keys - n_queries, n_keys)[:, None]
     return np.arange(n_keys)[None, :] <= query_pos
 

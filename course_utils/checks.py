@@ -131,9 +131,15 @@ def check_raises(func, exception, *, name, match=None):
     name = _require_name(name)
     if not callable(func):
         raise TypeError(f"func must be callable with no arguments, got {func!r}")
+    expected = exception if isinstance(exception, tuple) else (exception,)
+    if not expected or not all(isinstance(e, type) and issubclass(e, Exception) for e in expected):
+        raise TypeError(f"exception must be an exception class or a tuple of them, got {exception!r}")
+    if match is not None and not isinstance(match, str):
+        raise TypeError(f"match must be a string or None, got {match!r}")
+    expected_names = " or ".join(e.__name__ for e in expected)
     try:
         func()
-    except exception as exc:
+    except expected as exc:
         message = str(exc)
         if match is not None and match not in message:
             raise AssertionError(
@@ -142,4 +148,4 @@ def check_raises(func, exception, *, name, match=None):
             ) from exc
         print(f"PASS  {name}\n      {type(exc).__name__}: {message}")
         return
-    raise AssertionError(f"FAILED {name}: no {exception.__name__} was raised")
+    raise AssertionError(f"FAILED {name}: no {expected_names} was raised")

@@ -40,6 +40,21 @@ def use_course_style():
     np.set_printoptions(precision=4, suppress=True)
 
 
+def _check_labels(**labels):
+    for arg, text in labels.items():
+        if not isinstance(text, str):
+            raise TypeError(f"{arg} must be a string, got {text!r}")
+
+
+def _axes(ax):
+    """``ax`` itself, or a new figure's axes when ``ax`` is None."""
+    if ax is None:
+        return plt.subplots()[1]
+    if not isinstance(ax, mpl.axes.Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+    return ax
+
+
 def heatmap(data, *, title, xlabel, ylabel, colorbar_label, ax=None, cmap=None, center=None,
             extent=None):
     """Draw a 2-D array as an image with labelled axes and colour bar; returns the ``Axes``.
@@ -59,12 +74,17 @@ def heatmap(data, *, title, xlabel, ylabel, colorbar_label, ax=None, cmap=None, 
     data = val.numeric_array(data, "data", allow_neginf=True).astype(np.float64)
     if data.ndim != 2:
         raise ValueError(f"data must be a 2-D array, got shape {data.shape}")
-    for arg, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel),
-                      ("colorbar_label", colorbar_label)):
-        if not isinstance(text, str):
-            raise TypeError(f"{arg} must be a string, got {text!r}")
-    if ax is None:
-        _, ax = plt.subplots()
+    _check_labels(title=title, xlabel=xlabel, ylabel=ylabel, colorbar_label=colorbar_label)
+    if center is not None:
+        center = val.real_float(center, "center")
+    if extent is not None:
+        extent = val.numeric_array(extent, "extent").astype(np.float64)
+        if extent.shape != (4,):
+            raise ValueError(f"extent must be four numbers (x0, x1, y0, y1), got {extent.shape}")
+        extent = tuple(extent)
+    if cmap is not None and not isinstance(cmap, (str, mpl.colors.Colormap)):
+        raise TypeError(f"cmap must be a colour map name or a Colormap, got {cmap!r}")
+    ax = _axes(ax)
     shown = np.ma.masked_invalid(data)
     kwargs = {}
     if center is not None:
@@ -96,14 +116,24 @@ def plot_curves(x, curves, *, title, xlabel, ylabel, ax=None, logx=False, logy=F
         raise ValueError(f"x must be 1-D, got shape {x.shape}")
     if not isinstance(curves, dict) or not curves:
         raise TypeError("curves must be a non-empty dict mapping labels to arrays")
-    if ax is None:
-        _, ax = plt.subplots()
-    styles = styles or {}
+    _check_labels(title=title, xlabel=xlabel, ylabel=ylabel)
+    logx, logy = val.boolean(logx, "logx"), val.boolean(logy, "logy")
+    styles = {} if styles is None else styles
+    if not isinstance(styles, dict) or not all(isinstance(v, dict) for v in styles.values()):
+        raise TypeError("styles must be a dict mapping a curve's label to a dict of keyword "
+                        f"arguments for ax.plot, got {styles!r:.80}")
+    arrays = {}
     for label, y in curves.items():
         y = val.numeric_array(y, f"curves[{label!r}]")
         if y.shape != x.shape:
             raise ValueError(f"curves[{label!r}] must have the shape of x {x.shape}, got {y.shape}")
-        ax.plot(x, y, label=str(label), **styles.get(label, {}))
+        arrays[label] = y
+    ax = _axes(ax)
+    for label, y in arrays.items():
+        try:
+            ax.plot(x, y, label=str(label), **styles.get(label, {}))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise TypeError(f"styles[{label!r}] is not valid for ax.plot: {exc}") from exc
     if logx:
         ax.set_xscale("log")
     if logy:

@@ -30,13 +30,7 @@ def relative_positions(n_queries, n_keys=None):
     ``n_keys = n_queries``), as when the queries of a decoding step attend to a cache: query row ``r``
     sits at position ``n_keys - n_queries + r``.
     """
-    n_queries = val.positive_int(n_queries, "n_queries")
-    n_keys = n_queries if n_keys is None else val.positive_int(n_keys, "n_keys")
-    if n_keys < n_queries:
-        raise ValueError(
-            f"n_keys must be >= n_queries (queries are the last n_queries of the keys), got "
-            f"n_keys={n_keys}, n_queries={n_queries}"
-        )
+    n_queries, n_keys = val.query_key_counts(n_queries, n_keys)
     query_pos = np.arange(n_keys - n_queries, n_keys)
     return np.arange(n_keys)[None, :] - query_pos[:, None]
 
@@ -112,7 +106,8 @@ def t5_relative_position_bucket(relative_position, *, bidirectional=True, num_bu
     Raffel et al. 2020; Hugging Face ``models/t5/modeling_t5.py``
     ``T5Attention._relative_position_bucket``; Mesh TensorFlow ``_relative_position_bucket``.
     """
-    rel = val.numeric_array(relative_position, "relative_position", integer=True).astype(np.int64)
+    rel = val.numeric_array(relative_position, "relative_position", integer=True)
+    rel = rel.astype(np.int64, copy=False)
     bidirectional = val.boolean(bidirectional, "bidirectional")
     num_buckets = val.positive_int(num_buckets, "num_buckets")
     max_distance = val.positive_int(max_distance, "max_distance")
@@ -128,6 +123,19 @@ def t5_relative_position_bucket(relative_position, *, bidirectional=True, num_bu
             f"max_distance must exceed the exact range ({max_exact}) for num_buckets={num_buckets}, "
             f"got {max_distance}"
         )
+    # A matrix of relative positions repeats a few values many times (an n x n matrix holds 2n - 1
+    # distinct ones), so bucket each value in its range once and look the matrix up in that table.
+    if rel.size > 64:
+        lowest, highest = int(rel.min()), int(rel.max())
+        if highest - lowest < rel.size // 4:
+            table = _t5_bucket(np.arange(lowest, highest + 1), bidirectional, half, max_exact,
+                               max_distance)
+            return table[rel - lowest]
+    return _t5_bucket(rel, bidirectional, half, max_exact, max_distance)
+
+
+def _t5_bucket(rel, bidirectional, half, max_exact, max_distance):
+    """The bucket formula of :func:`t5_relative_position_bucket`, elementwise on int64 ``rel``."""
     buckets = np.zeros(rel.shape, dtype=np.int64)
     if bidirectional:
         buckets += (rel > 0).astype(np.int64) * half
@@ -153,8 +161,13 @@ def t5_bias(table, n_queries, n_keys=None, *, bidirectional=True, max_distance=1
     to the raw ``q.k`` scores (no ``1/sqrt(d)`` scaling in T5).
     """
     table = val.numeric_array(table, "table")
-    if table.ndim != 2:
-        raise ValueError(f"table must have shape (num_buckets, n_heads), got {table.shape}")
+    bidirectional = val.boolean(bidirectional, "bidirectional")
+    min_buckets = 4 if bidirectional else 2  # at least one exact bucket per direction
+    if table.ndim != 2 or table.shape[0] < min_buckets or table.shape[1] < 1:
+        raise ValueError(
+            f"table must have shape (num_buckets, n_heads) with num_buckets >= {min_buckets} "
+            f"(bidirectional={bidirectional}) and n_heads >= 1, got {table.shape}"
+        )
     rel = relative_positions(n_queries, n_keys)
     buckets = t5_relative_position_bucket(rel, bidirectional=bidirectional,
                                           num_buckets=table.shape[0], max_distance=max_distance)

@@ -64,7 +64,7 @@ def yarn_correction_range(head_dim, *, base=10000.0, original_max_position_embed
     ceiled when ``truncate``, clamped to ``[0, d - 1]``. Llama-2 (d=128, b=1e4, L=4096): (20, 46).
     """
     head_dim = val.positive_int(head_dim, "head_dim", even=True)
-    base = val.positive_float(base, "base")
+    base = val.positive_float(base, "base", minimum=1.0)
     if base == 1.0:
         raise ValueError("base must differ from 1 (YaRN divides by ln(base)), got 1.0")
     length = val.positive_int(original_max_position_embeddings, "original_max_position_embeddings")
@@ -79,6 +79,18 @@ def yarn_correction_range(head_dim, *, base=10000.0, original_max_position_embed
     if truncate:
         low, high = math.floor(low), math.ceil(high)
     return max(low, 0), min(high, head_dim - 1)
+
+
+def _scaled_base(base, multiplier, exponent, blame):
+    """``base * multiplier ** exponent``; a ValueError naming ``blame`` if it overflows float64."""
+    try:
+        value = base * multiplier ** exponent
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise ValueError(f"{blame} too large: the scaled base {base:g} * {multiplier:g}^{exponent:g} "
+                         "overflows float64")
+    return value
 
 
 def _factor_list(value, arg, n_pairs):
@@ -141,7 +153,7 @@ def rope_scaling(method, head_dim, *, base=10000.0, factor, original_max_positio
     """
     method = val.choice(method, "method", METHODS)
     head_dim = val.positive_int(head_dim, "head_dim", even=True)
-    base = val.positive_float(base, "base")
+    base = val.positive_float(base, "base", minimum=1.0)
     factor = val.positive_float(factor, "factor", minimum=1.0)
     length = val.positive_int(original_max_position_embeddings, "original_max_position_embeddings")
     if seq_len is not None:
@@ -164,10 +176,11 @@ def rope_scaling(method, head_dim, *, base=10000.0, factor, original_max_positio
         if exponent is None:
             raise ValueError(f"head_dim must be >= 4 for method={method!r} (exponent d/(d-2)), got {head_dim}")
         if method == "ntk":
-            new_base = base * factor ** exponent
+            new_base = _scaled_base(base, factor, exponent, "factor")
         else:
             current = length if seq_len is None else max(seq_len, length)
-            new_base = base * (factor * current / length - (factor - 1)) ** exponent
+            new_base = _scaled_base(base, factor * current / length - (factor - 1), exponent,
+                                    "factor and seq_len")
         return rope_inv_freq(head_dim, base=new_base), 1.0
 
     if method == "yarn":
@@ -351,7 +364,7 @@ def dynamic_ntk_base(head_dim, *, base=10000.0, factor, seq_len, original_max_po
     head_dim = val.positive_int(head_dim, "head_dim", even=True)
     if head_dim < 4:
         raise ValueError(f"head_dim must be >= 4 (the exponent is d/(d-2)), got {head_dim}")
-    base = val.positive_float(base, "base")
+    base = val.positive_float(base, "base", minimum=1.0)
     factor = val.positive_float(factor, "factor", minimum=1.0)
     seq_len = val.positive_int(seq_len, "seq_len")
     length = val.positive_int(original_max_position_embeddings, "original_max_position_embeddings")
@@ -359,8 +372,9 @@ def dynamic_ntk_base(head_dim, *, base=10000.0, factor, seq_len, original_max_po
     exponent = head_dim / (head_dim - 2)
     if convention == "transformers":
         current = max(seq_len, length)
-        return base * (factor * current / length - (factor - 1)) ** exponent
-    return base * max(1.0, seq_len / length) ** exponent
+        return _scaled_base(base, factor * current / length - (factor - 1), exponent,
+                            "factor and seq_len")
+    return _scaled_base(base, max(1.0, seq_len / length), exponent, "seq_len")
 
 
 def rope_score_features(distances, inv_freq):

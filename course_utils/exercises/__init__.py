@@ -63,6 +63,7 @@ def grade(name, compute_answer, expected, *, hints=(), rtol=1e-6, atol=1e-9):
     -------
     bool : True for PASS.
     """
+    _check_grade_arguments(name, compute_answer, hints, rtol, atol)
     try:
         answer = compute_answer()
     except _NotAttempted:
@@ -90,6 +91,22 @@ def grade(name, compute_answer, expected, *, hints=(), rtol=1e-6, atol=1e-9):
         err = float(np.max(np.abs(a - e))) if a.size else 0.0
         print(f"TRY AGAIN  {name}: right shape {a.shape}, but values differ (max error {err:.3g})")
     return False
+
+
+def _check_grade_arguments(name, compute_answer, hints, rtol, atol):
+    """Errors in a checker's own call (not in a learner's answer) raise, naming the argument."""
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"name must be a non-empty string naming the exercise, got {name!r:.60}")
+    if not callable(compute_answer):
+        raise TypeError(f"compute_answer must be callable with no arguments, got {compute_answer!r:.60}")
+    if not isinstance(hints, (list, tuple)) or not all(
+            isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[1], str)
+            for pair in hints):
+        raise TypeError(f"hints must be a sequence of (wrong_answer, hint text) pairs, got {hints!r:.60}")
+    for arg, value in (("rtol", rtol), ("atol", atol)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(value) or value < 0:
+            raise ValueError(f"{arg} must be a non-negative finite number, got {value!r:.60}")
 
 
 def _matches(answer, expected, rtol, atol):
