@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from exercise_stubs import stub_function
 
 from course_utils.exercises.learned import (
     check_length_keeping_every_row,
     check_position_ids_with_cache,
     check_roberta_table_parameters,
 )
-
-
-def _stub_function(*args):
-    raise NotImplementedError
 
 
 def _loop_position_ids(input_ids, past_length, padding_idx):
@@ -35,7 +32,7 @@ def _loop_position_ids(input_ids, past_length, padding_idx):
 @pytest.mark.parametrize("checker, stub", [
     (check_roberta_table_parameters, ...),
     (check_length_keeping_every_row, ...),
-    (check_position_ids_with_cache, _stub_function),
+    (check_position_ids_with_cache, stub_function),
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
     assert checker(stub) is False

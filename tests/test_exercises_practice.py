@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from exercise_stubs import stub_function
 
 from course_utils.exercises.practice import (
     NEXT_POSITION_MASK,
@@ -14,13 +15,9 @@ from course_utils.exercises.practice import (
 )
 
 
-def _stub_function(*args):
-    raise NotImplementedError
-
-
 @pytest.mark.parametrize("checker, stub", [
-    (check_position_ids, _stub_function),
-    (check_packed_position_ids, _stub_function),
+    (check_position_ids, stub_function),
+    (check_packed_position_ids, stub_function),
     (check_next_positions, ...),
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):

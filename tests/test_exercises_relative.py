@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from exercise_stubs import stub_function
 
 from course_utils.exercises.relative import (
     check_causal_saturation,
@@ -12,10 +13,6 @@ from course_utils.exercises.relative import (
     check_offset_bucket,
 )
 from course_utils.relative import t5_relative_position_bucket
-
-
-def _stub_function(*args):
-    raise NotImplementedError
 
 
 def _loop_step_bias(table, step):
@@ -30,7 +27,7 @@ def _loop_step_bias(table, step):
 @pytest.mark.parametrize("checker, stub", [
     (check_offset_bucket, ...),
     (check_causal_saturation, ...),
-    (check_decoder_step_bias, _stub_function),
+    (check_decoder_step_bias, stub_function),
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
     assert checker(stub) is False

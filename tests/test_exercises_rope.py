@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from exercise_stubs import stub_function
 
 from course_utils.exercises.rope import (
     check_angles,
     check_bfloat16_spacing,
     check_half_layout_weight,
 )
-
-
-def _stub_function(*args):
-    raise NotImplementedError
 
 
 def _half_layout_by_loop(weight, n_heads):
@@ -36,7 +33,7 @@ def _conversion_script_permute(weight, n_heads):
 
 @pytest.mark.parametrize("checker, stub", [
     (check_angles, ...),
-    (check_half_layout_weight, _stub_function),
+    (check_half_layout_weight, stub_function),
     (check_bfloat16_spacing, ...),
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from exercise_stubs import stub_function
 
 from course_utils.exercises.scaling import (
     check_full_turn_count,
@@ -15,14 +16,10 @@ from course_utils.exercises.scaling import (
 )
 
 
-def _stub_function(*args):
-    raise NotImplementedError
-
-
 @pytest.mark.parametrize("checker, stub", [
     (check_full_turn_count, ...),
-    (check_paper_ramp, _stub_function),
-    (check_llama3_frequencies, _stub_function),
+    (check_paper_ramp, stub_function),
+    (check_llama3_frequencies, stub_function),
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
     assert checker(stub) is False
