@@ -19,10 +19,10 @@ author = "the course authors"
 
 extensions = ["myst_nb"]
 
-# Only the landing page and the notebooks are pages; everything else in the repository is not.
-include_patterns = ["index.md", "notebooks/*.ipynb"]
+# Only the landing page, the notation page and the notebooks are pages; everything else in the repository is not.
+include_patterns = ["index.md", "notation.md", "notebooks/*.ipynb"]
 exclude_patterns = [
-    "_build", ".venv", "README.md", "**/.ipynb_checkpoints", "node_modules", "tests",
+    "_build", ".venv", ".venv-oldest", "README.md", "**/.ipynb_checkpoints", "node_modules", "tests",
     "course_utils", "tools", ".ci",
 ]
 root_doc = "index"
