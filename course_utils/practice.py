@@ -75,7 +75,8 @@ def _lengths(lengths):
             f"lengths must be a non-empty 1-D list of positive integers (one per document), got "
             f"{lengths.tolist() if lengths.size < 20 else lengths.shape}"
         )
-    return lengths.astype(np.int64)
+    # numpy's index type (int32 on 32-bit and WebAssembly builds): np.repeat takes no other.
+    return lengths.astype(np.intp)
 
 
 def packed_position_ids(lengths):
@@ -98,7 +99,8 @@ def packed_position_ids(lengths):
     """
     lengths = _lengths(lengths)
     starts = np.cumsum(lengths) - lengths
-    return np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
+    positions = np.arange(int(lengths.sum()), dtype=np.int64)
+    return positions - np.repeat(starts, lengths)
 
 
 def packed_document_ids(lengths):
@@ -107,7 +109,7 @@ def packed_document_ids(lengths):
     Returns an int64 array of shape ``(sum(lengths),)``.
     """
     lengths = _lengths(lengths)
-    return np.repeat(np.arange(lengths.size), lengths)
+    return np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
 
 
 def block_diagonal_mask(lengths, *, causal=True):

@@ -384,6 +384,7 @@ def _weight_grad(inputs, doutputs):
 def _row_sums(values, index, n_rows):
     """``out[r] = sum of values[i] with index[i] == r`` (a scatter-add in a fixed order)."""
     out = np.zeros((n_rows, values.shape[1]))
+    index = np.asarray(index).astype(np.intp, copy=False)  # np.bincount takes numpy's index type
     for column in range(values.shape[1]):
         out[:, column] = np.bincount(index, weights=values[:, column], minlength=n_rows)
     return out
@@ -392,7 +393,7 @@ def _row_sums(values, index, n_rows):
 def _bucket_sums(dscores, buckets, n_buckets):
     """``dtable[b, h] = sum over batch, i, j with bucket(i, j) == b of dscores[., h, i, j]``."""
     per_head = dscores.sum(axis=0).reshape(dscores.shape[1], -1)  # (heads, n*n)
-    flat = buckets.reshape(-1)
+    flat = buckets.reshape(-1).astype(np.intp, copy=False)  # np.bincount takes numpy's index type
     return np.stack([np.bincount(flat, weights=row, minlength=n_buckets) for row in per_head],
                     axis=1)
 
