@@ -73,3 +73,74 @@ def test_entropy_function(capsys):
     assert "bits" in capsys.readouterr().out
     assert check_entropy_function(lambda weights: -_entropy_loop(weights)) is False
     assert "sign" in capsys.readouterr().out
+
+
+def test_slopes_float32_and_torch_pass(torch, capsys):
+    right = 2.0 ** -np.array([2.0, 4, 6, 8, 1, 3])
+    assert check_slopes(right.astype(np.float32)) is True
+    assert check_slopes(torch.tensor(right, dtype=torch.float32)) is True
+    assert capsys.readouterr().out.count("PASS") == 2
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (2.0 ** -np.array([2.0, 4, 6, 8, 2, 4]), "repeat 4-head ones"),
+    (2.0 ** -np.array([2.0, 4, 6, 8, 1, 2]), "not the first two"),
+    (2.0 ** (-8 * np.arange(0, 6) / 6), "k starts at 1"),
+    (-np.array([2.0, 4, 6, 8, 1, 3]), "logarithms"),
+    (2.0 ** -np.array([2.0, 4, 6, 8, 1]), "shape"),
+    (2.0 ** -np.array([2.0, 4, 6, 8, 1, 3]) * 1.001, "values differ"),
+])
+def test_slopes_more_wrong_answers(wrong, hint, capsys):
+    assert check_slopes(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def test_bias_row_float32_passes(capsys):
+    right = np.array([-2.0, -1.5, -1.0, -0.5, 0.0, -np.inf], dtype=np.float32)
+    assert check_bias_row(right) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    ([-2.5, -2.0, -1.5, -1.0, -0.5, 0.0], "position 5"),
+    ([-1.5, -1.0, -0.5, 0.0, -np.inf, -np.inf], "position 3"),
+    ([-2.0, -1.5, -1.0, -0.5, 0.0, 0.0], "-inf"),
+    ([-2.0, -1.5, -1.0, -0.5, -np.inf, -np.inf], "its own key"),
+    ([-4.0, -3.0, -2.0, -1.0, 0.0, -np.inf], "slope of head 1"),
+])
+def test_bias_row_more_wrong_answers(wrong, hint, capsys):
+    assert check_bias_row(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+@pytest.mark.parametrize("eps", [1e-12, 1e-10, 1e-9])
+def test_entropy_with_an_epsilon_in_the_log_passes(eps, capsys):
+    def with_epsilon(weights):
+        return -np.sum(weights * np.log(weights + eps), axis=-1)
+    assert check_entropy_function(with_epsilon) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+def test_entropy_float32_and_torch_pass(torch, capsys):
+    assert check_entropy_function(lambda w: _entropy_loop(w).astype(np.float32)) is True
+
+    def in_torch(weights):
+        p = torch.from_numpy(weights).float()
+        return -(torch.special.xlogy(p, p)).sum(dim=-1)
+    assert check_entropy_function(in_torch) is True
+    assert capsys.readouterr().out.count("PASS") == 2
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda w: _entropy_loop(w.T), "last axis"),
+    (lambda w: _entropy_loop(w) / math.log(10), "base 10"),
+    (lambda w: np.full(w.shape[0], math.log(w.shape[1])), "uniform"),
+    (lambda w: -np.sum(w * np.log(w + 1e-3), axis=-1), "values differ"),
+    (lambda w: -np.sum(np.log(np.where(w > 0, w, 1.0)), axis=-1), "values differ"),
+])
+def test_entropy_more_wrong_answers(wrong, hint, capsys):
+    assert check_entropy_function(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out

@@ -77,3 +77,70 @@ def test_next_positions_wrong(wrong, hint, capsys):
     assert check_next_positions(wrong) is False
     out = capsys.readouterr().out
     assert "TRY AGAIN" in out and hint in out
+
+
+def test_position_ids_float32_and_torch_pass(torch, capsys):
+    assert check_position_ids(
+        lambda m: (np.cumsum(m, axis=-1) - 1).astype(np.float32)) is True
+    assert check_position_ids(
+        lambda m: torch.from_numpy(m).cumsum(dim=-1) - 1) is True
+    assert capsys.readouterr().out.count("PASS") == 2
+
+
+def _minus_pads(mask):
+    # Right for left padding only: arange(seq) minus the number of pads in the row.
+    n_pads = mask.shape[1] - mask.sum(axis=-1, keepdims=True)
+    return np.arange(mask.shape[1]) - n_pads
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_minus_pads, "left padding only"),
+    (lambda mask: np.cumsum(mask, axis=0) - 1, "axis=-1"),
+    (lambda mask: np.broadcast_to(np.arange(mask.shape[1]), mask.shape) * mask, "naive arange"),
+    (lambda mask: np.cumsum(mask, axis=-1) - 2, "values differ"),
+])
+def test_position_ids_more_wrong_answers(wrong, hint, capsys):
+    assert check_position_ids(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def test_minus_pads_is_right_for_left_padding():
+    # Why the checker needs right-padded rows: on left padding the wrong answer is right.
+    mask = np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    real = mask == 1
+    assert np.array_equal(_minus_pads(mask)[real], (np.cumsum(mask, axis=-1) - 1)[real])
+
+
+def test_packed_position_ids_float32_passes(capsys):
+    assert check_packed_position_ids(
+        lambda lengths: np.concatenate([np.arange(n) for n in lengths]).astype(np.float32))
+    assert "PASS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda lengths: np.repeat(np.arange(len(lengths)), lengths), "document ids"),
+    (lambda lengths: np.concatenate([np.arange(n)[::-1] for n in lengths]), "counts down"),
+    (lambda lengths: np.arange(lengths[0]), "position ids, got"),
+    (lambda lengths: np.concatenate([np.arange(n) for n in lengths[:1]] * len(lengths)),
+     "TRY AGAIN"),
+])
+def test_packed_position_ids_more_wrong_answers(wrong, hint, capsys):
+    assert check_packed_position_ids(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    ([3, 0, 1], "number of pads"),
+    ([4, 7, 6], "one too many"),
+])
+def test_next_positions_more_wrong_answers(wrong, hint, capsys):
+    assert check_next_positions(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def test_next_positions_float32_passes(capsys):
+    assert check_next_positions(np.array([3, 6, 5], dtype=np.float32)) is True
+    assert "PASS" in capsys.readouterr().out

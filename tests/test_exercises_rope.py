@@ -98,3 +98,75 @@ def test_bfloat16_spacing_agrees_with_torch(torch):
     value = torch.tensor(40000.0).to(torch.bfloat16)
     step = float(torch.nextafter(value, torch.tensor(1e9, dtype=torch.bfloat16)) - value)
     assert check_bfloat16_spacing(step) is True
+
+
+def _angles(dtype=np.float64):
+    return (100 * 10000.0 ** (-2 * np.arange(8) / 16)).astype(dtype)
+
+
+def test_angles_float32_and_torch_answers_pass(torch, capsys):
+    assert check_angles(_angles(np.float32)) is True
+    assert check_angles(torch.tensor(_angles(), dtype=torch.float32)) is True
+    assert check_angles(list(_angles())) is True
+    assert capsys.readouterr().out.count("PASS") == 3
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_angles()[::-1], "reverse order"),
+    (100 * 10000.0 ** (-2 * np.arange(1, 9) / 16), "start at 0"),
+    (99 * 10000.0 ** (-2 * np.arange(8) / 16), "position 99"),
+    (np.mod(_angles(), 2 * np.pi), "modulo 2 pi"),
+    (_angles() * (1 + 1e-4), "values differ"),
+    (_angles(np.float32)[:7], "shape"),
+])
+def test_angles_wrong(wrong, hint, capsys):
+    assert check_angles(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def test_half_layout_weight_float32_and_torch(torch, capsys):
+    assert check_half_layout_weight(
+        lambda w, h: _half_layout_by_loop(w, h).astype(np.float32)) is True
+    assert check_half_layout_weight(
+        lambda w, h: torch.from_numpy(_conversion_script_permute(w, h)).float()) is True
+    assert capsys.readouterr().out.count("PASS") == 2
+
+
+def _hard_coded_head_dim(weight, n_heads):
+    head_dim = 6  # read off the first test weight instead of weight.shape[0] // n_heads
+    per_head = weight.reshape(-1, head_dim // 2, 2, weight.shape[1])
+    return per_head.transpose(0, 2, 1, 3).reshape(weight.shape)
+
+
+def _odd_first(weight, n_heads):
+    head_dim = weight.shape[0] // n_heads
+    return np.concatenate([np.concatenate([b[1::2], b[0::2]])
+                           for b in np.split(weight, weight.shape[0] // head_dim)])
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_hard_coded_head_dim, "typing a number in"),
+    (_odd_first, "odd channels come first"),
+    (lambda w, h: w[:-1], "same shape"),
+    (lambda w, h: w.T, "same shape"),
+    (lambda w, h: w[::-1], "values differ"),
+])
+def test_half_layout_weight_more_wrong_answers(wrong, hint, capsys):
+    assert check_half_layout_weight(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def test_hard_coded_head_dim_is_right_on_the_first_shape_only():
+    # The wrong answer above is the right one for the (3, 6, 5) weight: only the other two
+    # shapes expose it.
+    w = np.arange(18.0 * 5).reshape(18, 5)
+    assert np.array_equal(_hard_coded_head_dim(w, 3), _half_layout_by_loop(w, 3))
+
+
+def test_bfloat16_spacing_float32_and_relative_gap(capsys):
+    assert check_bfloat16_spacing(np.float32(256)) is True
+    assert "PASS" in capsys.readouterr().out
+    assert check_bfloat16_spacing(2.0 ** -7) is False
+    assert "relative gap" in capsys.readouterr().out

@@ -98,3 +98,72 @@ def test_llama3_frequencies_wrong(wrong, hint, capsys):
     assert check_llama3_frequencies(wrong) is False
     out = capsys.readouterr().out
     assert "TRY AGAIN" in out and hint in out
+
+
+def test_full_turn_count_float_and_numpy_int_pass(capsys):
+    assert check_full_turn_count(np.int64(40)) is True
+    assert check_full_turn_count(40.0) is True
+    assert capsys.readouterr().out.count("PASS") == 2
+
+
+def test_paper_ramp_float32_and_torch_pass(torch, capsys):
+    assert check_paper_ramp(lambda r, a, b: _ramp(r, a, b).astype(np.float32)) is True
+
+    def in_torch(r, alpha, beta):
+        return torch.clamp((torch.from_numpy(r) - alpha) / (beta - alpha), 0.0, 1.0).float()
+    assert check_paper_ramp(in_torch) is True
+    assert capsys.readouterr().out.count("PASS") == 2
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda r, a, b: _ramp(r, 1.0, 32.0), "the arguments alpha and beta"),
+    (lambda r, a, b: np.clip((r - a) / b, 0, 1), "width of the ramp"),
+    (lambda r, a, b: _ramp(r, a + 1, b + 1), "values differ"),
+    (lambda r, a, b: (r > b).astype(float), "values differ"),
+])
+def test_paper_ramp_more_wrong_answers(wrong, hint, capsys):
+    assert check_paper_ramp(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def test_llama3_frequencies_float32_and_torch_pass(torch, capsys):
+    assert check_llama3_frequencies(lambda *a: _llama3(*a).astype(np.float32)) is True
+    assert check_llama3_frequencies(lambda *a: torch.from_numpy(_llama3(*a)).float()) is True
+    assert capsys.readouterr().out.count("PASS") == 2
+
+
+def _llama31_typed_in(omega, factor, L, lf, hf):
+    # Right formula, Llama-3.1's numbers typed in instead of the arguments.
+    return _llama3(omega, 8.0, 8192, 1.0, 4.0)
+
+
+def _off_by_band_edge(omega, factor, L, lf, hf):
+    # Wavelengths compared with L * hf and L * lf instead of L / hf and L / lf.
+    wavelength = 2 * np.pi / omega
+    new = np.where(wavelength > L * lf, omega / factor, omega)
+    smooth = (L / wavelength - lf) / (hf - lf)
+    middle = (wavelength >= L * hf) & (wavelength <= L * lf)
+    return np.where(middle, (1 - smooth) * new / factor + smooth * new, new)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_llama31_typed_in, "Llama-3.1 only"),
+    (lambda omega, s, L, lf, hf: np.where(2 * np.pi / omega < L / hf, omega, omega / s),
+     "blended, not divided"),
+    (_off_by_band_edge, "TRY AGAIN"),
+    (lambda omega, s, L, lf, hf: omega, "values differ"),
+    (lambda omega, s, L, lf, hf: omega[:-1], "shape"),
+])
+def test_llama3_frequencies_more_wrong_answers(wrong, hint, capsys):
+    assert check_llama3_frequencies(wrong) is False
+    out = capsys.readouterr().out
+    assert "TRY AGAIN" in out and hint in out
+
+
+def test_llama31_typed_in_is_right_for_llama31():
+    # The hard-coded answer above is right on Llama-3.1's configuration: only the other
+    # configurations of the checker expose it.
+    omega = 5e5 ** (-np.arange(0, 128, 2) / 128)
+    np.testing.assert_allclose(_llama31_typed_in(omega, 8.0, 8192, 1.0, 4.0),
+                               _llama3(omega, 8.0, 8192, 1.0, 4.0))

@@ -2,7 +2,9 @@
 
 Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
 The expected answers come from :mod:`course_utils.alibi` and :mod:`course_utils.attention`
-(themselves checked against the paper's rule and BLOOM's code), never from a typed-in number.
+(themselves checked against the reference code's rule and BLOOM's code), never from a typed-in
+number. Tolerances follow the precision of the answer, so a right answer computed in float32 or
+as a torch tensor passes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 from ..alibi import alibi_bias, alibi_slopes
 from ..attention import attention_entropy, softmax
 from . import answer_of, grade
+from ._dtypes import answer_rtol, as_float64
 
 __all__ = ["check_slopes", "check_bias_row", "check_entropy_function"]
 
@@ -44,9 +47,17 @@ def check_slopes(answer):
         (np.sort(expected),
          "right values, wrong order: the 4-head slopes come first, then the extra ones"),
         (np.log2(expected), "give the slopes themselves, not their base-2 logarithms"),
+        (np.concatenate([alibi_slopes(4), alibi_slopes(8)[1::2][:2]]),
+         "the extra slopes repeat 4-head ones: take every other 8-head slope starting with the "
+         "FIRST (2^-1, 2^-3), which lie between the 4-head slopes"),
+        (np.concatenate([alibi_slopes(4), alibi_slopes(8)[:2]]),
+         "the extra two are every other 8-head slope (2^-1, 2^-3), not the first two"),
+        (2.0 ** (-8.0 * (k - 1) / _N_HEADS),
+         "k starts at 1: the steepest slope is 2^(-8/n), never 2^0 = 1"),
     ]
     return grade("Exercise 6.1: ALiBi slopes for 6 heads",
-                 lambda: answer_of(answer), expected, hints=hints, rtol=1e-9, atol=0)
+                 lambda: as_float64(answer_of(answer)), expected, hints=hints,
+                 rtol=answer_rtol(answer), atol=0)
 
 
 def check_bias_row(answer):
@@ -69,27 +80,43 @@ def check_bias_row(answer):
          "-inf"),
         (alibi_bias(8, _N_KEYS)[-1, _QUERY],
          "that row uses head 7's slope (1/256); head 0 has the steepest slope, 1/2"),
+        (full[0, _QUERY + 1], "that is the row of the query at position 5; the query is at "
+                              "position 4, so its own key (j = 4) gets 0"),
+        (full[0, _QUERY - 1], "that is the row of the query at position 3; the query is at "
+                              "position 4, so its own key (j = 4) gets 0"),
+        (np.where(keys > _QUERY, 0.0, expected),
+         "the future key (j = 5) must be blocked with -inf; a bias of 0 would let the query "
+         "see it"),
+        (np.where(keys >= _QUERY, -np.inf, expected),
+         "the query sees its own key: only j > 4 gets -inf, and j = 4 gets a bias of 0"),
+        (2 * expected, "the slope of head 1 of 8 is 2^-1 = 1/2, so the bias is -(i - j)/2"),
     ]
     return grade("Exercise 6.2: one row of ALiBi's causal bias",
-                 lambda: answer_of(answer), expected, hints=hints, rtol=1e-9, atol=0)
+                 lambda: as_float64(answer_of(answer)), expected, hints=hints,
+                 rtol=answer_rtol(answer), atol=0)
 
 
 def _rows():
     rng = np.random.default_rng(_ROWS_SEED)
-    logits = rng.normal(size=(4, 7)) * 2.0
+    logits = rng.normal(size=(5, 7)) * 2.0
     logits[0, 3:] = -np.inf  # a causal row: three visible keys
     logits[1, 1:] = -np.inf  # the first query sees only itself: entropy 0
+    logits[2] = 0.0  # uniform over 7 keys: entropy ln 7
+    logits[4, :5] = -np.inf  # a row whose visible keys are at its end
     return softmax(logits)
 
 
 def check_entropy_function(func):
     """Exercise 6.3: ``func(weights)`` returns the entropy (nats) of each row of ``weights``,
-    shape ``(rows, keys)`` -> ``(rows,)``, with 0 log 0 counted as 0 (masked keys give no NaN)."""
+    shape ``(rows, keys)`` -> ``(rows,)``, with 0 log 0 counted as 0 (masked keys give no NaN).
+
+    Compared within ``1e-6`` nats: an answer that adds a small epsilon inside the logarithm
+    (``log(p + 1e-9)``) is right to that precision and passes."""
     weights = _rows()
     expected = attention_entropy(weights)
 
     def compute():
-        result = np.asarray(answer_of(func, weights.copy()), dtype=np.float64)
+        result = as_float64(answer_of(func, weights.copy()))
         if np.isnan(result).any():
             return np.full(expected.shape, _NAN_MARK)
         return result
@@ -102,6 +129,9 @@ def check_entropy_function(func):
         (-expected, "entropy is -sum p ln p, a non-negative number; check the sign"),
         (np.full(expected.shape, math.log(weights.shape[1])),
          "ln(n_keys) is the entropy of uniform attention only; use the weights themselves"),
+        (-np.sum(weights * np.log(np.where(weights > 0, weights, 1.0)), axis=0),
+         "one entropy per row: sum over the keys (the last axis), not over the rows"),
+        (expected / math.log(10), "that is in decimal digits (log base 10); use the natural log"),
     ]
     return grade("Exercise 6.3: entropy of attention rows with masked keys",
-                 compute, expected, hints=hints, rtol=1e-9, atol=1e-12)
+                 compute, expected, hints=hints, rtol=1e-6, atol=1e-6)

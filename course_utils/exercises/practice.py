@@ -1,7 +1,9 @@
 """Checkers for the exercises of notebook 08 (positions in practice).
 
 Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
-The expected answers come from :mod:`course_utils.practice`.
+The expected answers come from :mod:`course_utils.practice`. Function exercises are checked on
+several inputs (left and right padding, several document lists), so that an answer right for
+one case only fails.
 """
 
 from __future__ import annotations
@@ -10,15 +12,18 @@ import numpy as np
 
 from ..practice import packed_position_ids, position_ids_from_attention_mask
 from . import answer_of, grade
+from ._dtypes import as_float64
 
 __all__ = ["check_position_ids", "check_packed_position_ids", "check_next_positions"]
 
-# Left-padded rows of different lengths, a row without padding, and a single real token.
+# Left-padded rows of different lengths, a row without padding, a single real token, and
+# right-padded rows (where subtracting the number of pads is wrong).
 _MASKS = (
     np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1]]),
     np.array([[0, 1, 1, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1]]),
+    np.array([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [0, 0, 1, 1, 1, 1]]),
 )
-_LENGTHS = ((3, 2), (1, 4, 2, 5), (6,))
+_LENGTHS = ((3, 2), (1, 4, 2, 5), (6,), (2, 2, 1))
 
 # The batch of the next-position exercise: left-padded prompts already in the cache.
 NEXT_POSITION_MASK = np.array([[0, 0, 0, 1, 1, 1],
@@ -29,7 +34,8 @@ NEXT_POSITION_MASK = np.array([[0, 0, 0, 1, 1, 1],
 def check_position_ids(stub):
     """Exercise 8.1: ``stub(attention_mask)`` must number the real tokens of each row 0, 1, 2, ...
 
-    Compared on the real tokens only (mask 1): what a pad gets never matters.
+    Compared on the real tokens only (mask 1): what a pad gets never matters. The masks include
+    right-padded rows, on which ``arange(seq) - n_pads`` (right for left padding only) fails.
     """
 
     def real_tokens(ids_per_mask):
@@ -39,7 +45,7 @@ def check_position_ids(stub):
     def compute():
         answers = []
         for m in _MASKS:
-            ids = np.asarray(answer_of(stub, m.copy()), dtype=np.float64)
+            ids = as_float64(answer_of(stub, m.copy()))
             if ids.shape != m.shape:
                 raise ValueError(f"expected position ids of shape {m.shape}, got {ids.shape}")
             answers.append(ids)
@@ -52,6 +58,13 @@ def check_position_ids(stub):
          "so count real tokens only (cumsum of the mask)"),
         (real_tokens([np.cumsum(m, axis=-1) for m in _MASKS]),
          "off by one: cumsum(mask) gives 1 for the first real token; subtract 1"),
+        (real_tokens([np.arange(m.shape[1]) - (m.shape[1] - m.sum(axis=-1, keepdims=True))
+                      for m in _MASKS]),
+         "subtracting the number of pads is right for left padding only; in a right-padded row "
+         "(1, 1, 1, 0, 0, 0) it shifts the real tokens too. Count the real tokens up to each "
+         "position instead: cumsum(mask) - 1"),
+        (real_tokens([np.cumsum(m, axis=0) - 1 for m in _MASKS]),
+         "the cumulative sum runs along each row (axis=-1), not down the batch (axis=0)"),
     ]
     return grade("Exercise 8.1: position ids from an attention mask", compute, expected,
                  hints=hints, rtol=0, atol=0)
@@ -61,14 +74,26 @@ def check_packed_position_ids(stub):
     """Exercise 8.2: ``stub(lengths)`` must return position ids restarting at 0 per document."""
 
     def compute():
-        return np.concatenate([np.asarray(answer_of(stub, list(lengths)), dtype=np.float64)
-                               for lengths in _LENGTHS])
+        answers = []
+        for lengths in _LENGTHS:
+            ids = as_float64(answer_of(stub, list(lengths))).ravel()
+            if ids.size != sum(lengths):
+                raise ValueError(f"for lengths {list(lengths)} expected {sum(lengths)} position "
+                                 f"ids, got {ids.size}")
+            answers.append(ids)
+        return np.concatenate(answers)
 
     expected = np.concatenate([packed_position_ids(lengths) for lengths in _LENGTHS])
     hints = [
         (np.concatenate([np.arange(sum(lengths)) for lengths in _LENGTHS]),
          "the position ids run on across documents; each document must restart at 0"),
         (expected + 1, "off by one: each document starts at position 0, not 1"),
+        (np.concatenate([np.repeat(np.arange(len(lengths)), lengths) for lengths in _LENGTHS]),
+         "those are document ids (0 for the first document, 1 for the second, ...); the position "
+         "ids count the tokens within each document"),
+        (np.concatenate([np.concatenate([np.arange(n)[::-1] for n in lengths])
+                         for lengths in _LENGTHS]),
+         "each document counts down; its positions count up from 0"),
     ]
     return grade("Exercise 8.2: position ids for packed documents", compute, expected,
                  hints=hints, rtol=0, atol=0)
@@ -88,6 +113,11 @@ def check_next_positions(answer):
                                                 "pads must not be counted"),
         (mask.sum(axis=-1) - 1, "that is the position of the LAST PROMPT token; the new token "
                                 "comes one after it"),
+        (mask.shape[1] - mask.sum(axis=-1), "that is the number of pads in each row; the new "
+                                            "token's position counts the real tokens"),
+        (mask.sum(axis=-1) + 1, "one too many: with 3 real tokens at positions 0, 1, 2 the next "
+                                "token is at position 3"),
     ]
-    return grade("Exercise 8.3: position of the next generated token", lambda: answer_of(answer),
+    return grade("Exercise 8.3: position of the next generated token",
+                 lambda: as_float64(answer_of(answer)),
                  expected.astype(np.float64), hints=hints, rtol=0, atol=0)

@@ -2,7 +2,8 @@
 
 Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
 The expected answers come from RoPE's frequency formula, from floating-point arithmetic rules or
-from :mod:`course_utils.rope`, never from a typed-in number.
+from :mod:`course_utils.rope`, never from a typed-in number. Tolerances follow the precision of
+the answer, so a right answer computed in float32 or as a torch tensor passes.
 """
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ import numpy as np
 
 from ..rope import interleaved_to_half_permutation, permute_qk_weight_for_half_layout, rope_inv_freq
 from . import answer_of, grade
+from ._dtypes import answer_rtol, as_float64
 
 __all__ = ["check_angles", "check_half_layout_weight", "check_bfloat16_spacing"]
 
 # Exercise 5.1: the angles of every pair at one position.
 _HEAD_DIM, _POSITION, _BASE = 16, 100, 10000.0
 
-# Exercise 5.2: a query projection with three heads of head_dim 6, d_model 5 (with head_dim 4 the
-# permutation would be its own inverse, and the inverse could not be told apart).
-_N_HEADS, _HEAD_DIM_W, _D_MODEL, _WEIGHT_SEED = 3, 6, 5, 52
+# Exercise 5.2: query projections (n_heads, head_dim, d_model). Three shapes, so that a head_dim
+# typed in for one of them fails on the others; with head_dim 4 alone the permutation would be
+# its own inverse, and the inverse could not be told apart.
+_WEIGHT_SHAPES = ((3, 6, 5), (2, 12, 4), (1, 18, 3))
+_WEIGHT_SEED = 52
 
 # Exercise 5.3: the spacing of bfloat16 numbers near a position.
 _NEAR = 40000
@@ -30,7 +34,8 @@ _NEAR = 40000
 def check_angles(answer):
     """Exercise 5.1: the angle ``m * theta_i`` of every pair at ``m = 100``, ``head_dim = 16``.
 
-    Expected: ``100 * base^(-2i/16)`` for ``i = 0 .. 7``, in radians.
+    Expected: ``100 * base^(-2i/16)`` for ``i = 0 .. 7``, in radians. A float32 or torch answer
+    is compared at float32's precision.
     """
     expected = _POSITION * rope_inv_freq(_HEAD_DIM, base=_BASE)
     i = np.arange(_HEAD_DIM // 2)
@@ -41,12 +46,34 @@ def check_angles(answer):
          "theta_i = base^(-2i/d) shrinks with i: the first pair turns fastest (1 radian per "
          "position)"),
         (np.degrees(expected), "angles in radians, please, not degrees"),
+        (expected[::-1], "right angles in reverse order: pair 0 comes first, and it has turned "
+                         "the most (theta_0 = 1 radian per position)"),
         (np.concatenate([expected, expected]),
          "one angle per pair (8 numbers); Hugging Face's cat(freqs, freqs) repeats them for the "
          "half layout's channels"),
+        (_POSITION * _BASE ** (-2 * (i + 1) / _HEAD_DIM),
+         "pair indices start at 0: pair 0 has theta_0 = 1 and has turned by exactly 100 radians"),
+        ((_POSITION - 1) * rope_inv_freq(_HEAD_DIM, base=_BASE),
+         "that is position 99; the angle at position m = 100 is 100 * theta_i"),
+        (np.mod(expected, 2 * np.pi),
+         "those are the angles reduced modulo 2 pi: the same rotation, but the exercise asks for "
+         "the angle m * theta_i itself"),
     ]
     return grade("Exercise 5.1: RoPE angles at position 100",
-                 lambda: answer_of(answer), expected, hints=hints, rtol=1e-9, atol=1e-12)
+                 lambda: as_float64(answer_of(answer)), expected, hints=hints,
+                 rtol=answer_rtol(answer), atol=1e-12)
+
+
+def _reorder_blocks(weight, block, order):
+    """Reorder the rows of ``weight`` within consecutive blocks of ``block`` rows by ``order``."""
+    starts = np.arange(weight.shape[0] // block)[:, None] * block
+    return weight[(starts + order[None, :]).reshape(-1)]
+
+
+def _weights():
+    rng = np.random.default_rng(_WEIGHT_SEED)
+    return [(rng.normal(size=(n_heads * head_dim, d_model)), n_heads, head_dim)
+            for n_heads, head_dim, d_model in _WEIGHT_SHAPES]
 
 
 def check_half_layout_weight(func):
@@ -54,25 +81,49 @@ def check_half_layout_weight(func):
 
     ``func(weight, n_heads)`` receives a ``(n_heads * head_dim, d_model)`` weight and must return it
     with the rows of each head in the order even channels, then odd channels (as
-    ``convert_llama_weights_to_hf.py`` ``permute`` does).
+    ``convert_llama_weights_to_hf.py`` ``permute`` does). Checked on three shapes:
+    ``(n_heads, head_dim, d_model)`` = (3, 6, 5), (2, 12, 4), (1, 18, 3).
     """
-    rng = np.random.default_rng(_WEIGHT_SEED)
-    weight = rng.normal(size=(_N_HEADS * _HEAD_DIM_W, _D_MODEL))
-    expected = permute_qk_weight_for_half_layout(weight, _N_HEADS)
-    perm = interleaved_to_half_permutation(_HEAD_DIM_W)
-    heads = np.arange(_N_HEADS)[:, None] * _HEAD_DIM_W
-    inverse_rows = (heads + np.argsort(perm)[None, :]).reshape(-1)
+    weights = _weights()
+
+    def concat(make):
+        return np.concatenate([np.ravel(make(w, h, hd)) for w, h, hd in weights])
+
+    expected = concat(lambda w, h, hd: permute_qk_weight_for_half_layout(w, h))
+    first_head_dim = _WEIGHT_SHAPES[0][1]
+
+    def half(hd):
+        return interleaved_to_half_permutation(hd)
+
     hints = [
-        (weight[interleaved_to_half_permutation(_N_HEADS * _HEAD_DIM_W)],
+        (concat(lambda w, h, hd: w[half(w.shape[0])]),
          "that reorders all rows at once; each head has its own rotary channels, so reorder "
          "within each head (block of head_dim rows)"),
-        (weight[inverse_rows],
+        (concat(lambda w, h, hd: _reorder_blocks(w, hd, np.argsort(half(hd)))),
          "that is the inverse permutation (half layout back to interleaved): row r of the result "
          "should be the head's row perm[r], with perm = even channels then odd channels"),
-        (weight, "the rows are unchanged; the half layout needs even channels first, then odd"),
+        (concat(lambda w, h, hd: _reorder_blocks(w, hd, np.roll(half(hd), hd // 2))),
+         "odd channels come first in your answer; the half layout takes the even channels "
+         "(0, 2, 4, ...) first, then the odd ones"),
+        (concat(lambda w, h, hd: _reorder_blocks(w, first_head_dim, half(first_head_dim))),
+         f"right for the first weight (head_dim {first_head_dim}) but not for the others: "
+         "compute head_dim = weight.shape[0] // n_heads instead of typing a number in"),
+        (concat(lambda w, h, hd: w),
+         "the rows are unchanged; the half layout needs even channels first, then odd"),
     ]
+
+    def compute():
+        answers = []
+        for w, h, _ in weights:
+            result = as_float64(answer_of(func, w.copy(), h))
+            if result.shape != w.shape:
+                raise ValueError(f"for a weight of shape {w.shape} and n_heads={h} the result "
+                                 f"must have the same shape, got {result.shape}")
+            answers.append(result.ravel())
+        return np.concatenate(answers)
+
     return grade("Exercise 5.2: convert a query projection to the half layout",
-                 lambda: answer_of(func, weight.copy(), _N_HEADS), expected, hints=hints)
+                 compute, expected, hints=hints, rtol=1e-6, atol=0)
 
 
 def check_bfloat16_spacing(answer):
@@ -89,6 +140,8 @@ def check_bfloat16_spacing(answer):
         (2.0 ** (k - 11 + 1), "that is float16's gap (11 significant bits); bfloat16 has only 8"),
         (2.0 ** (k - 24 + 1), "that is float32's gap (24 significant bits); bfloat16 has only 8"),
         (2.0 ** (k + 1 - 8 + 1), "40000 lies in [2^15, 2^16): use k = 15"),
+        (2.0 ** (-8 + 1), "that is the relative gap 2^(1-p); near 40000 multiply it by 2^15, the "
+                          "power of two at or below 40000"),
     ]
     return grade("Exercise 5.3: bfloat16 spacing near position 40000",
-                 lambda: answer_of(answer), expected, hints=hints, rtol=0, atol=0)
+                 lambda: as_float64(answer_of(answer)), expected, hints=hints, rtol=0, atol=0)

@@ -1,22 +1,32 @@
 """Checkers for the exercises of notebook 07 (context scaling of RoPE).
 
 Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
-The expected answers come from :mod:`course_utils.scaling`.
+The expected answers come from :mod:`course_utils.scaling` (itself compared with Hugging Face's
+``modeling_rope_utils.py`` in the tests). Function exercises are checked on several
+configurations, so that constants typed in for one of them fail on the others.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate as val
 from ..rope import rope_inv_freq
 from ..scaling import rope_scaling, rotations_in_context, yarn_paper_ramp
 from . import answer_of, grade
+from ._dtypes import as_float64
 
 __all__ = ["check_full_turn_count", "check_paper_ramp", "check_llama3_frequencies"]
 
 # Turns within L at which the ramp is checked: below alpha, the ends, inside, above beta.
-_RAMP_R = np.array([0.0, 0.5, 1.0, 1.5, 4.0, 10.0, 16.5, 31.0, 32.0, 40.0, 652.0])
+_RAMP_R = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 4.0, 10.0, 16.0, 16.5, 31.0, 32.0, 40.0, 652.0])
+# (alpha, beta) pairs: the paper's values for Llama, then two others.
+_RAMP_BOUNDS = ((1.0, 32.0), (2.0, 16.0), (0.5, 4.0))
+
+# Exercise 7.3: Llama-3.1 (meta-llama/Llama-3.1-8B config.json), then two made-up configurations
+# (head_dim, base, factor, L, low_freq_factor, high_freq_factor).
+_LLAMA3_CONFIGS = ((128, 5e5, 8.0, 8192, 1.0, 4.0),
+                   (64, 1e4, 4.0, 2048, 1.0, 8.0),
+                   (96, 1e6, 16.0, 32768, 2.0, 6.0))
 
 
 def check_full_turn_count(answer, *, head_dim=128, base=1e6,
@@ -48,64 +58,107 @@ def check_full_turn_count(answer, *, head_dim=128, base=1e6,
                  lambda: answer_of(answer), right, hints=hints, rtol=0, atol=0)
 
 
-def check_paper_ramp(stub, *, alpha=1.0, beta=32.0):
+def check_paper_ramp(stub):
     """Exercise 7.2: ``stub(r, alpha, beta)`` must return the YaRN paper's ramp ``gamma(r)``.
 
     ``gamma = 0`` for ``r < alpha``, ``1`` for ``r > beta``, ``(r - alpha) / (beta - alpha)``
-    between. Checked on an array of turn counts covering every case.
+    between. Checked on an array of turn counts covering every case, for three ``(alpha, beta)``
+    pairs: (1, 32), (2, 16), (0.5, 4).
     """
-    alpha = val.positive_float(alpha, "alpha")
-    beta = val.positive_float(beta, "beta")
     r = _RAMP_R.copy()
-    expected = yarn_paper_ramp(r, alpha=alpha, beta=beta)
+
+    def concat(make):
+        return np.concatenate([np.asarray(make(a, b), dtype=np.float64) for a, b in _RAMP_BOUNDS])
+
+    expected = concat(lambda a, b: yarn_paper_ramp(r, alpha=a, beta=b))
     hints = [
         (1 - expected, "the ramp is upside down: gamma is 1 (keep the frequency) for pairs with "
                        "MANY turns, r > beta, and 0 (interpolate) for r < alpha"),
-        ((r - alpha) / (beta - alpha), "the ramp must be clipped to [0, 1]: 0 below alpha, 1 "
-                                       "above beta"),
-        (np.clip(r / beta, 0, 1), "the ramp starts at alpha, not at 0: use (r - alpha) / "
-                                  "(beta - alpha)"),
+        (concat(lambda a, b: (r - a) / (b - a)),
+         "the ramp must be clipped to [0, 1]: 0 below alpha, 1 above beta"),
+        (concat(lambda a, b: np.clip(r / b, 0, 1)),
+         "the ramp starts at alpha, not at 0: use (r - alpha) / (beta - alpha)"),
+        (concat(lambda a, b: yarn_paper_ramp(r, alpha=1.0, beta=32.0)),
+         "right for alpha = 1, beta = 32 only: use the arguments alpha and beta, not the "
+         "paper's numbers"),
+        (concat(lambda a, b: np.clip((r - a) / b, 0, 1)),
+         "divide by the width of the ramp, beta - alpha, not by beta"),
     ]
 
     def compute():
-        return np.asarray(answer_of(stub, r.copy(), alpha, beta), dtype=np.float64)
+        answers = []
+        for a, b in _RAMP_BOUNDS:
+            result = as_float64(answer_of(stub, r.copy(), a, b))
+            if result.shape != r.shape:
+                raise ValueError(f"gamma(r) must have r's shape {r.shape}, got {result.shape}")
+            answers.append(result)
+        return np.concatenate(answers)
 
     return grade("Exercise 7.2: the YaRN paper's ramp gamma(r)", compute, expected, hints=hints,
-                 atol=1e-12)
+                 rtol=1e-6, atol=1e-9)
 
 
-def check_llama3_frequencies(stub, *, head_dim=128, base=5e5, factor=8.0,
-                             original_max_position_embeddings=8192, low_freq_factor=1.0,
-                             high_freq_factor=4.0):
+def check_llama3_frequencies(stub):
     """Exercise 7.3: ``stub(omega, factor, L, low_freq_factor, high_freq_factor)`` must return
     Llama-3's scaled frequencies.
 
     Keep ``omega`` where the wavelength is below ``L / high_freq_factor``, divide by ``factor``
     where it is above ``L / low_freq_factor``, and between blend
-    ``(1 - g) omega / s + g omega`` with ``g = (L / lambda - lf) / (hf - lf)``. Defaults: Llama-3.1.
-    The expected answer is :func:`course_utils.scaling.rope_scaling` with ``"llama3"``.
+    ``(1 - g) omega / s + g omega`` with ``g = (L / lambda - lf) / (hf - lf)``. Checked on
+    Llama-3.1's configuration and two others (``_LLAMA3_CONFIGS``); the expected answer is
+    :func:`course_utils.scaling.rope_scaling` with ``"llama3"``.
     """
-    omega = rope_inv_freq(head_dim, base=base)
-    expected, _ = rope_scaling("llama3", head_dim, base=base, factor=factor,
-                               original_max_position_embeddings=original_max_position_embeddings,
-                               low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor)
-    wavelength = 2 * np.pi / omega
-    length = original_max_position_embeddings
-    g = (length / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)
-    medium = (wavelength >= length / high_freq_factor) & (wavelength <= length / low_freq_factor)
-    reversed_blend = np.where(medium, g * omega / factor + (1 - g) * omega, expected)
+    configs = []
+    for head_dim, base, factor, length, low_ff, high_ff in _LLAMA3_CONFIGS:
+        omega = rope_inv_freq(head_dim, base=base)
+        expected, _ = rope_scaling("llama3", head_dim, base=base, factor=factor,
+                                   original_max_position_embeddings=length,
+                                   low_freq_factor=low_ff, high_freq_factor=high_ff)
+        configs.append((omega, factor, length, low_ff, high_ff, expected))
+
+    def concat(make):
+        return np.concatenate([make(*config) for config in configs])
+
+    def blend(omega, factor, length, low_ff, high_ff, expected, *, reverse=False):
+        wavelength = 2 * np.pi / omega
+        g = (length / wavelength - low_ff) / (high_ff - low_ff)
+        if reverse:
+            g = 1 - g
+        medium = (wavelength >= length / high_ff) & (wavelength <= length / low_ff)
+        return np.where(medium, (1 - g) * omega / factor + g * omega, expected)
+
+    def llama31_constants(omega, *_):
+        # The formula with Llama-3.1's numbers typed in instead of the arguments.
+        return blend(omega, 8.0, 8192, 1.0, 4.0,
+                     np.where(2 * np.pi / omega > 8192, omega / 8.0, omega))
+
     hints = [
-        (omega / factor, "every frequency was divided by the factor (Position Interpolation); "
-                         "the fast pairs, wavelength < L / high_freq_factor, must be kept"),
-        (reversed_blend, "the blend is reversed in the middle band: g = (L/lambda - lf)/(hf - lf) "
-                         "is the weight of the ORIGINAL frequency, (1 - g) that of omega / s"),
-        (np.where(wavelength > length / low_freq_factor, omega / factor, omega),
+        (concat(lambda omega, factor, *_: omega / factor),
+         "every frequency was divided by the factor (Position Interpolation); the fast pairs, "
+         "wavelength < L / high_freq_factor, must be kept"),
+        (concat(lambda *c: blend(*c, reverse=True)),
+         "the blend is reversed in the middle band: g = (L/lambda - lf)/(hf - lf) is the weight "
+         "of the ORIGINAL frequency, (1 - g) that of omega / s"),
+        (concat(lambda omega, factor, length, low_ff, high_ff, expected:
+                np.where(2 * np.pi / omega > length / low_ff, omega / factor, omega)),
          "the middle band (L/hf <= wavelength <= L/lf) must be blended, not kept"),
+        (concat(llama31_constants),
+         "right for Llama-3.1 only: use the arguments factor, L, low_freq_factor and "
+         "high_freq_factor instead of the numbers 8, 8192, 1 and 4"),
+        (concat(lambda omega, factor, length, low_ff, high_ff, expected:
+                np.where(2 * np.pi / omega < length / high_ff, omega, omega / factor)),
+         "the middle band must be blended, not divided: (1 - g) omega / s + g omega"),
     ]
 
     def compute():
-        return np.asarray(answer_of(stub, omega.copy(), factor, length, low_freq_factor,
-                                    high_freq_factor), dtype=np.float64)
+        answers = []
+        for omega, factor, length, low_ff, high_ff, _ in configs:
+            result = as_float64(answer_of(stub, omega.copy(), factor, length, low_ff, high_ff))
+            if result.shape != omega.shape:
+                raise ValueError(f"the result must have omega's shape {omega.shape}, got "
+                                 f"{result.shape}")
+            answers.append(result)
+        return np.concatenate(answers)
 
-    return grade("Exercise 7.3: Llama-3.1's scaled frequencies", compute, expected, hints=hints,
-                 rtol=1e-9, atol=0)
+    return grade("Exercise 7.3: Llama-3's scaled frequencies", compute, concat(
+        lambda *c: c[-1]), hints=hints, rtol=1e-6, atol=0)
