@@ -43,38 +43,89 @@ def test_roberta_parameters(capsys):
     # roberta-base config.json: max_position_embeddings 514, hidden_size 768
     assert check_roberta_table_parameters(514 * 768) is True
     assert "PASS" in capsys.readouterr().out
-    assert check_roberta_table_parameters(512 * 768) is False
-    assert "padding_idx + 1" in capsys.readouterr().out
-    assert check_roberta_table_parameters(514) is False
-    assert "number of rows" in capsys.readouterr().out
+    assert check_roberta_table_parameters(np.int64(514 * 768)) is True
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (512 * 768, "padding_idx + 1"),
+    (513 * 768, "one row short"),
+    (515 * 768, "one row too many"),
+    (514, "number of rows"),
+    (514 * 768 * 4, "bytes"),
+    (512 * 1024, "values differ"),
+])
+def test_roberta_parameters_wrong(wrong, hint, capsys):
+    assert check_roberta_table_parameters(wrong) is False
+    out = capsys.readouterr().out
+    assert out.startswith("TRY AGAIN") and hint in out
+
+
+def _keeps_every_row(old, new):
+    """Brute force: does resizing old -> new rows read every old row at a whole position?"""
+    reads = [k * (old - 1) / (new - 1) for k in range(new)]
+    return all(any(abs(r - j) < 1e-9 for r in reads) for j in range(old))
 
 
 def test_length_keeping_every_row(capsys):
-    # 511 gaps between 512 rows; twice the gaps is 1022, so 1023 rows
-    assert check_length_keeping_every_row(1023) is True
+    smallest = next(n for n in range(513, 2048) if _keeps_every_row(512, n))
+    assert smallest == 1023
+    assert check_length_keeping_every_row(smallest) is True
     assert "PASS" in capsys.readouterr().out
-    assert check_length_keeping_every_row(1024) is False
-    assert "multiple of 511" in capsys.readouterr().out
-    assert check_length_keeping_every_row(1000) is False
-    assert "TRY AGAIN" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (1024, "multiple of 511"),
+    (1022, "one more than the gaps"),
+    (512, "larger than the old 512"),
+    (1534, "smaller length does too"),
+    (2045, "smaller length does too"),
+    (513, "512 gaps"),
+    (1000, "values differ"),
+])
+def test_length_keeping_every_row_wrong(wrong, hint, capsys):
+    assert check_length_keeping_every_row(wrong) is False
+    out = capsys.readouterr().out
+    assert out.startswith("TRY AGAIN") and hint in out
 
 
 def test_position_ids_with_cache(capsys):
     assert check_position_ids_with_cache(_loop_position_ids) is True
     assert "PASS" in capsys.readouterr().out
+    assert check_position_ids_with_cache(
+        lambda ids, past, pad: _loop_position_ids(ids, past, pad).astype(np.float32)) is True
+
+
+def test_position_ids_with_cache_torch(torch, capsys):
+    def in_torch(ids, past, pad):
+        mask = torch.from_numpy(ids).ne(pad).int()
+        return (torch.cumsum(mask, dim=1) + past) * mask + pad
+
+    assert check_position_ids_with_cache(in_torch) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+def _hard_coded_pad(ids, past, pad):
+    return _loop_position_ids(ids, past, 1)  # RoBERTa's padding id, whatever the argument
 
 
 @pytest.mark.parametrize("wrong, hint", [
+    (_hard_coded_pad, "use the padding_idx argument"),
     (lambda ids, past, pad: _loop_position_ids(ids, 0, pad), "moves up by past_length"),
     (lambda ids, past, pad: _loop_position_ids(ids, 0, pad) + past, "not padding"),
-    (lambda ids, past, pad: _loop_position_ids(ids, past, pad) - pad * 1, "add padding_idx"),
+    (lambda ids, past, pad: _loop_position_ids(ids, past, pad) - pad * (ids == ids),
+     "add padding_idx"),
+    (lambda ids, past, pad: (np.cumsum(ids != pad, axis=1) + past) * (ids != pad),
+     "add padding_idx"),
     (lambda ids, past, pad: np.broadcast_to(np.arange(ids.shape[1]) + past + pad + 1, ids.shape),
      "skip padding"),
+    (lambda ids, past, pad: _loop_position_ids(ids, past, pad) - (ids != pad), "off by one"),
+    (lambda ids, past, pad: _loop_position_ids(ids, 3, pad), "values differ"),
+    (lambda ids, past, pad: _loop_position_ids(ids, past, pad).T, "same shape"),
 ])
 def test_position_ids_with_cache_wrong(wrong, hint, capsys):
     assert check_position_ids_with_cache(wrong) is False
     out = capsys.readouterr().out
-    assert "TRY AGAIN" in out
+    assert out.startswith("TRY AGAIN")
     assert hint in out
 
 

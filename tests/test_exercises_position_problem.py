@@ -1,9 +1,11 @@
-"""The notebook 01 checkers: NOT ATTEMPTED for the stub, PASS for the right answer, TRY AGAIN for
-plausible wrong ones. Right answers are derived here from the definitions (and, for 1.3, confirmed
-on a real causal attention layer), not from the checkers."""
+"""The notebook 01 checkers: NOT ATTEMPTED for the stub, PASS for the right answer (also computed
+in float32), TRY AGAIN with a hint a learner can act on for plausible wrong answers. Right answers
+are derived here from the definitions (and, for 1.3, confirmed on a real causal attention layer),
+not from the checkers."""
 
 import numpy as np
 import pytest
+from exercise_stubs import stub_function
 
 from course_utils.attention import scaled_dot_product_attention
 from course_utils.exercises.position_problem import (
@@ -15,24 +17,39 @@ from course_utils.exercises.position_problem import (
 ORDER = [2, 0, 3, 1]
 
 
-def _stub(*_args):
-    raise NotImplementedError
+def _right_permutation(order):
+    p = np.zeros((len(order), len(order)))
+    for r, c in enumerate(order):  # row r takes its 1 in column order[r]
+        p[r, c] = 1.0
+    return p
 
 
-def test_permutation_matrix_stub_right_and_wrong(capsys):
+def test_permutation_matrix_stub_and_right(capsys):
     assert check_permutation_matrix(..., ORDER) is False
     assert "NOT ATTEMPTED" in capsys.readouterr().out
+    right = _right_permutation(ORDER)
     x = np.arange(12.0).reshape(4, 3)
-    right = np.zeros((4, 4))
-    right[np.arange(4), ORDER] = 1.0
     assert np.array_equal(right @ x, x[ORDER])
     assert check_permutation_matrix(right, ORDER) is True
     assert capsys.readouterr().out.startswith("PASS")
-    assert check_permutation_matrix(right.T, ORDER) is False
+    assert check_permutation_matrix(right.astype(np.float32), ORDER) is True
+    assert check_permutation_matrix(right.astype(int).tolist(), ORDER) is True
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_right_permutation(ORDER).T, "inverse"),
+    (np.eye(4), "identity"),
+    # for this order the reversed order is also the inverse one, so the inverse hint answers
+    (_right_permutation(ORDER[::-1]), "inverse"),
+    (np.roll(_right_permutation(ORDER), 1, axis=1), "too far right"),
+    (np.roll(_right_permutation(ORDER), -1, axis=1), "too far left"),
+    (np.eye(3), "expected shape"),
+    (np.ones((4, 4)), "values differ"),
+])
+def test_permutation_matrix_wrong(wrong, hint, capsys):
+    assert check_permutation_matrix(wrong, ORDER) is False
     out = capsys.readouterr().out
-    assert "TRY AGAIN" in out and "inverse" in out
-    assert check_permutation_matrix(np.eye(4), ORDER) is False
-    assert "identity" in capsys.readouterr().out
+    assert out.startswith("TRY AGAIN") and hint in out
 
 
 def test_permutation_matrix_rejects_a_non_permutation():
@@ -40,16 +57,37 @@ def test_permutation_matrix_rejects_a_non_permutation():
         check_permutation_matrix(np.eye(3), [0, 0, 1])
 
 
-def test_position_from_output(capsys):
-    assert check_position_from_output(_stub) is False
+def test_position_from_output_stub_and_right(capsys):
+    assert check_position_from_output(stub_function) is False
     assert "NOT ATTEMPTED" in capsys.readouterr().out
     assert check_position_from_output(lambda o: 1.0 / o - 1.0) is True
     assert "PASS" in capsys.readouterr().out
-    assert check_position_from_output(lambda o: 1.0 / o) is False
+    assert check_position_from_output(lambda o: (1.0 - o) / o) is True
+    # the same answer computed in float32: a few float32 roundings away from float64
+    assert check_position_from_output(lambda o: 1 / o.astype(np.float32) - np.float32(1)) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+def test_position_from_output_accepts_torch_float32(torch, capsys):
+    assert check_position_from_output(lambda o: 1 / torch.from_numpy(o).float() - 1) is True
+    assert "PASS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda o: np.arange(len(o)), "does not depend on o"),
+    (lambda o: np.arange(len(o), dtype=np.float32), "does not depend on o"),
+    (lambda o: 1.0 / o, "off by one"),
+    (lambda o: 1.0 / o + 1.0, "subtract 1"),
+    (lambda o: o, "output itself"),
+    (lambda o: 1.0 / (o + 1.0), "solve for p"),
+    (lambda o: -np.log(o), "values differ"),
+    (lambda o: np.round(1.0 / o - 1.0)[:-1], "must have shape"),
+    (lambda o: np.float32(1.0) / o.astype(np.float16) - 1, "values differ"),
+])
+def test_position_from_output_wrong(wrong, hint, capsys):
+    assert check_position_from_output(wrong) is False
     out = capsys.readouterr().out
-    assert "TRY AGAIN" in out and "off by one" in out
-    assert check_position_from_output(lambda o: o) is False
-    assert "TRY AGAIN" in capsys.readouterr().out
+    assert out.startswith("TRY AGAIN") and hint in out
 
 
 def test_position_from_output_reports_a_crash_without_raising(capsys):
@@ -72,18 +110,30 @@ def _changed_positions_by_attention(n, i, j, seed=0):
     return np.abs(after - before).max(axis=1) > 1e-9
 
 
-def test_causal_swap(capsys):
+def test_causal_swap_stub_and_right(capsys):
     assert check_causal_swap(...) is False
     assert "NOT ATTEMPTED" in capsys.readouterr().out
     right = [False, False, True, True, True, False]
     assert np.array_equal(_changed_positions_by_attention(6, 2, 4), right)
     assert check_causal_swap(right) is True
     assert "PASS" in capsys.readouterr().out
-    assert check_causal_swap([False, False, True, True, True, True]) is False
+    assert check_causal_swap(np.array(right)) is True
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    ([False, False, True, True, True, True], "after j"),
+    ([False, False, True, False, True, False], "strictly between"),
+    ([True] * 6, "before i"),
+    ([False, False, True, True, False, False], "position j changes too"),
+    ([False, False, False, True, True, False], "position i changes too"),
+    ([False] * 6, "does see some change"),
+    ([False, False, True, True, True], "expected shape"),
+    ([False, True, True, True, False, False], "values differ"),
+])
+def test_causal_swap_wrong(wrong, hint, capsys):
+    assert check_causal_swap(wrong) is False
     out = capsys.readouterr().out
-    assert "TRY AGAIN" in out and "after j" in out
-    assert check_causal_swap([False, False, True, False, True, False]) is False
-    assert "strictly between" in capsys.readouterr().out
+    assert out.startswith("TRY AGAIN") and hint in out
 
 
 def test_causal_swap_other_indices_agree_with_attention():

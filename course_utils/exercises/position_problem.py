@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _validate as val
 from . import answer_of, grade
+from ._tolerance import flatten_answers, grade_by_precision
 
 __all__ = ["check_permutation_matrix", "check_position_from_output", "check_causal_swap"]
 
@@ -40,28 +41,54 @@ def check_permutation_matrix(answer, order):
                      "P @ X must be row order[r] of X, so put the 1 of row r in column order[r]"),
         (np.eye(order.size), "the identity leaves X in its original order; row r needs its 1 in "
                              "column order[r]"),
+        (np.eye(order.size)[order[::-1]], "the rows are in reverse: row r of P takes its 1 from "
+                                          "order[r], read order from the start"),
+        (np.roll(expected, 1, axis=1), "each 1 is one column too far right: use order[r] as "
+                                       "the column index directly (indices start at 0)"),
+        (np.roll(expected, -1, axis=1), "each 1 is one column too far left: use order[r] as "
+                                        "the column index directly (indices start at 0)"),
     ]
     return grade("Exercise 1.1: the permutation matrix of a shuffle", lambda: answer_of(answer),
                  expected, hints=hints)
 
 
-def check_position_from_output(stub, *, max_position=63):
-    """Exercise 1.2: recover the position ``t`` from the uniform-attention output ``o = 1/(t+1)``.
+# Exercise 1.2: positions in no particular order, with repeats, in two calls of different lengths,
+# so that an answer which ignores its input (such as np.arange(len(o))) cannot pass.
+_POSITION_CASES = ((7, 0, 31, 2, 500, 13, 1, 4095), (3, 3, 100, 0, 64))
 
-    The learner's ``stub(o)`` receives the array ``o`` for ``t = 0 .. max_position`` and must return
-    the positions, ``t = 1/o - 1``.
+
+def check_position_from_output(stub):
+    """Exercise 1.2: recover the position ``p`` from the uniform-attention output ``o = 1/(p+1)``.
+
+    ``stub(o)`` receives an array of outputs and must return the positions, ``p = 1/o - 1``,
+    elementwise. It is called on two arrays whose positions are out of order and repeat, so the
+    answer must come from ``o``. A float32 (or torch float32) answer is compared with a float32
+    tolerance (relative 1e-5), a float64 one with 1e-9.
     """
-    max_position = val.positive_int(max_position, "max_position")
-    t = np.arange(max_position + 1, dtype=np.float64)
-    outputs = 1.0 / (t + 1.0)
+    cases = [np.asarray(c, dtype=np.float64) for c in _POSITION_CASES]
+    expected = np.concatenate(cases)
+
+    def compute():
+        answers = [answer_of(stub, 1.0 / (p + 1.0)) for p in cases]
+        return flatten_answers(answers, [p.shape for p in cases])
+
+    def wrong(f):
+        return np.concatenate([f(p, 1.0 / (p + 1.0)) for p in cases])
+
     hints = [
-        (t + 1.0, "off by one: 1/o counts the tokens the query sees, and that count includes the "
-                  "BOS token at position 0"),
-        (outputs, "that returns the output itself; invert o = 1/(t + 1) for t"),
+        (wrong(lambda p, o: np.arange(p.size, dtype=np.float64)),
+         "your answer does not depend on o: the outputs are not given in position order (and "
+         "positions repeat), so compute each position from its own output"),
+        (wrong(lambda p, o: 1.0 / o), "off by one: 1/o counts the tokens the query sees, and that "
+                                      "count includes the BOS token at position 0"),
+        (wrong(lambda p, o: 1.0 / o + 1.0), "the wrong way round: o = 1/(p + 1) gives "
+                                            "p + 1 = 1/o, so subtract 1"),
+        (wrong(lambda p, o: o), "that returns the output itself; invert o = 1/(p + 1) for p"),
+        (wrong(lambda p, o: 1.0 / (o + 1.0)), "1/(o + 1) is not the inverse of o = 1/(p + 1): "
+                                              "solve for p, which gives 1/o - 1"),
     ]
-    return grade("Exercise 1.2: position from a uniform-attention output",
-                 lambda: np.asarray(answer_of(stub, outputs.copy()), dtype=np.float64),
-                 t, hints=hints, rtol=0.0, atol=1e-6)
+    return grade_by_precision("Exercise 1.2: position from a uniform-attention output", compute,
+                              expected, hints=hints, tol64=(1e-9, 1e-9), tol32=(1e-5, 1e-5))
 
 
 def check_causal_swap(answer, *, n_tokens=6, i=2, j=4):
@@ -89,6 +116,12 @@ def check_causal_swap(answer, *, n_tokens=6, i=2, j=4):
         ((t == i) | (t == j), "the positions strictly between i and j also change: their prefix "
                               "now holds the token from j instead of the one from i"),
         (np.ones(n_tokens, dtype=bool), "the positions before i see exactly what they saw before"),
+        ((t >= i) & (t < j), "position j changes too: its query token is now the one that sat "
+                             "at i"),
+        ((t > i) & (t <= j), "position i changes too: its query token is now the one that sat "
+                             "at j"),
+        (np.zeros(n_tokens, dtype=bool), "a causal layer does see some change: the query at i "
+                                         "and at j is a different token after the swap"),
     ]
     return grade(f"Exercise 1.3: outputs that change when tokens {i} and {j} swap",
                  lambda: np.asarray(answer_of(answer)).astype(np.float64),

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..relative import t5_bias, t5_relative_position_bucket
+from ..relative import t5_relative_position_bucket
 from . import answer_of, grade
 
 __all__ = [
@@ -25,9 +25,10 @@ _NUM_BUCKETS, _MAX_DISTANCE = 32, 128
 # Exercise 4.1: a key 20 tokens before its query (Transformer-XL writes i - j = 20).
 _TXL_OFFSET = 20
 
-# Exercise 4.3: a decoding step with a cache, and a bucket table with three heads.
-_STEP = 9
-_N_HEADS = 3
+# Exercise 4.3: decoding steps with a cache, near (exact buckets only) and far (logarithmic
+# buckets, and past max_distance), with bucket tables of three and two heads, so that neither
+# "bucket = distance" nor "bucket = min(distance, 31)" fits every case.
+_STEP_CASES = ((9, 3), (40, 3), (150, 2))
 _TABLE_SEED = 4
 
 
@@ -47,6 +48,12 @@ def check_offset_bucket(answer):
         (int(t5_relative_position_bucket(-_TXL_OFFSET, bidirectional=False)),
          "that is the causal (decoder) bucket; an encoder's buckets are bidirectional, 16 per "
          "side"),
+        (int(t5_relative_position_bucket(-_TXL_OFFSET)) + 1,
+         "one too high: the logarithmic part is truncated toward zero (floor), not rounded: "
+         "8 + floor(ln(20/8) / ln(16) * 8)"),
+        (int(t5_relative_position_bucket(_TXL_OFFSET)) + 1,
+         "that is the bucket of a key after the query, and rounded up: flip the sign "
+         "(key - query = -20) and truncate the logarithm"),
     ]
     return grade("Exercise 4.1: T5 bucket of a Transformer-XL offset",
                  lambda: answer_of(answer), expected, hints=hints, rtol=0, atol=0)
@@ -77,9 +84,25 @@ def check_causal_saturation(answer):
         (expected - 1,
          "one too small: that distance still falls in the second-to-last bucket (round up, not "
          "down)"),
+        (16 * 8 ** (15 / 16),
+         "that is where the formula reaches 31 exactly; a distance is a whole number of tokens, "
+         "so round up to the first integer distance at or beyond it"),
+        (expected + 1, "one too large: that distance is in bucket 31, but so is the one before it"),
+        (31, "31 is the bucket, not the distance; solve 16 + ln(n/16)/ln(8) * 16 >= 31 for n"),
     ]
     return grade("Exercise 4.2: where T5's causal buckets saturate",
                  lambda: answer_of(answer), expected, hints=hints, rtol=0, atol=0)
+
+
+def _step_cases():
+    rng = np.random.default_rng(_TABLE_SEED)
+    return [(rng.normal(size=(_NUM_BUCKETS, heads)), step) for step, heads in _STEP_CASES]
+
+
+def _step_bias(table, step, bucket_of):
+    """Bias of the query at position ``step`` over keys ``0 .. step`` with ``bucket_of(r)``."""
+    r = np.arange(step + 1) - step                     # key - query: -step .. 0
+    return table[np.asarray(bucket_of(r), dtype=np.int64)].T
 
 
 def check_decoder_step_bias(func):
@@ -87,18 +110,52 @@ def check_decoder_step_bias(func):
 
     ``func(table, step)`` must return ``(n_heads, step + 1)``: the bias row of the query at position
     ``step`` over keys ``0 .. step``, causal buckets (T5's decoder passes
-    ``bidirectional = not is_decoder``).
+    ``bidirectional = not is_decoder``). Checked at steps 9, 40 and 150 with tables of three and
+    two heads: the far keys need the logarithmic buckets and the cap at bucket 31.
     """
-    table = np.random.default_rng(_TABLE_SEED).normal(size=(_NUM_BUCKETS, _N_HEADS))
-    n_keys = _STEP + 1
-    expected = t5_bias(table, 1, n_keys, bidirectional=False)[:, 0, :]
-    all_bucket_zero = np.repeat(table[0][:, None], n_keys, axis=1)
+    cases = _step_cases()
+
+    def causal(r):
+        return t5_relative_position_bucket(r, bidirectional=False)
+
+    expected = np.concatenate([_step_bias(t, s, causal).ravel() for t, s in cases])
+
+    def compute():
+        out = []
+        for table, step in cases:
+            try:
+                answer = np.asarray(answer_of(func, table.copy(), step), dtype=np.float64)
+            except IndexError as exc:
+                raise ValueError(
+                    f"an index went past the table ({exc}): a bucket index must be 0 .. 31, and "
+                    "beyond distance 16 the decoder's buckets grow logarithmically, so the bucket "
+                    "of a key is not its distance") from exc
+            if answer.shape != (table.shape[1], step + 1):
+                raise ValueError(f"for step {step} and {table.shape[1]} heads the answer must have "
+                                 f"shape {(table.shape[1], step + 1)}, got {answer.shape}")
+            out.append(answer.ravel())
+        return np.concatenate(out)
+
+    def wrong(bucket_of, *, flip=False):
+        rows = [_step_bias(t, s, bucket_of) for t, s in cases]
+        return np.concatenate([(row[:, ::-1] if flip else row).ravel() for row in rows])
+
     hints = [
-        (t5_bias(table, 1, n_keys, bidirectional=True)[:, 0, :],
+        (wrong(lambda r: np.minimum(-r, _NUM_BUCKETS - 1)),
+         "one bucket per token of distance holds only below 16; beyond that T5's buckets grow "
+         "logarithmically up to max_distance 128 (use t5_relative_position_bucket with "
+         "bidirectional=False)"),
+        (wrong(lambda r: t5_relative_position_bucket(r, bidirectional=True)),
          "a decoder is causal: use bidirectional=False (T5 passes bidirectional = not is_decoder)"),
-        (all_bucket_zero,
+        (wrong(lambda r: np.zeros_like(r)),
          "every key landed in bucket 0, the bucket of keys at or after the query: the new query is "
          "the LAST position (step), and relative position is key - query, negative for past keys"),
+        (wrong(causal, flip=True),
+         "the keys are in reverse order: column n must hold key n, from the oldest cached key "
+         "(n = 0) to the new token itself (n = step)"),
+        (wrong(lambda r: t5_relative_position_bucket(r - 1, bidirectional=False)),
+         "off by one: the new query sits at position step, not step + 1, and keys run "
+         "0 .. step (the last key is the query itself, at distance 0)"),
     ]
-    return grade("Exercise 4.3: T5 decoder bias for one cached step",
-                 lambda: answer_of(func, table.copy(), _STEP), expected, hints=hints)
+    return grade("Exercise 4.3: T5 decoder bias for one cached step", compute, expected,
+                 hints=hints, rtol=1e-6, atol=1e-6)
