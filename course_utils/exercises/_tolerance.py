@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["is_low_precision", "as_float64"]
+from ._dtypes import as_float64
+
+__all__ = ["is_low_precision", "flatten_answers", "grade_by_precision"]
 
 
 def is_low_precision(answer):
@@ -21,13 +23,6 @@ def is_low_precision(answer):
         return any(is_low_precision(a) for a in answer)
     name = str(getattr(answer, "dtype", "float64")).removeprefix("torch.")
     return name in ("float32", "float16", "bfloat16")
-
-
-def as_float64(answer):
-    """The answer as a float64 NumPy array; a torch tensor is detached and moved to the CPU."""
-    if hasattr(answer, "detach") and hasattr(answer, "cpu"):
-        answer = answer.detach().cpu().double().numpy()
-    return np.asarray(answer, dtype=np.float64)
 
 
 def flatten_answers(answers, shapes):
