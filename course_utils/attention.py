@@ -45,11 +45,12 @@ def softmax(x, axis=-1):
 
 
 def causal_mask(n_queries, n_keys=None):
-    """Boolean ``(n_queries, n_keys)`` mask, True where query ``i`` may attend to key ``j``.
+    """Boolean ``(n_queries, n_keys)`` mask, True where the query at position ``m`` may attend to
+    the key at position ``n``, i.e. where ``n <= m``.
 
     The queries are the last ``n_queries`` of the ``n_keys`` positions (as when decoding with a
-    cache), so query row ``r`` sits at position ``n_keys - n_queries + r`` and sees keys ``j`` up
-    to that position.
+    cache), so query row ``k`` sits at position ``m = n_keys - n_queries + k`` and sees the keys
+    ``n = 0 .. m``.
     """
     n_queries, n_keys = val.query_key_counts(n_queries, n_keys)
     query_pos = np.arange(n_keys - n_queries, n_keys)[:, None]

@@ -1,8 +1,11 @@
 """Learned absolute position embeddings (BERT, GPT-2, RoBERTa, OPT): a table with one row per position.
 
-The table here is initialised, not trained: N(0, std^2) as GPT-2 and BERT initialise it
-(Hugging Face ``initializer_range = 0.02``). It has a hard wall: a position at or beyond
-``max_len`` has no row.
+The table here is initialised, not trained: N(0, std^2) with ``std = 0.02`` by default, as
+Hugging Face's ``_init_weights`` initialises ``nn.Embedding`` tables (``initializer_range = 0.02``
+in the GPT-2 and BERT configurations). The original releases differ: OpenAI's GPT-2 code
+(``gpt-2/src/model.py``) draws ``wpe`` with standard deviation 0.01 (``wte`` with 0.02), and
+Google's BERT code (``bert/modeling.py``, ``create_initializer``) uses a truncated normal with
+standard deviation 0.02. It has a hard wall: a position at or beyond ``max_len`` has no row.
 """
 
 from __future__ import annotations
@@ -26,12 +29,12 @@ class LearnedPositionalEmbedding:
     seed : int
         Seed of the initialisation, so every run of a notebook sees the same table.
     std : float
-        Standard deviation of the normal initialisation.
+        Standard deviation of the normal initialisation (Hugging Face's ``initializer_range``).
 
     References
     ----------
-    Hugging Face ``models/gpt2/modeling_gpt2.py`` (``wpe``), ``models/bert/modeling_bert.py``
-    (``position_embeddings``).
+    Hugging Face ``models/gpt2/modeling_gpt2.py`` (``wpe``, ``GPT2PreTrainedModel._init_weights``),
+    ``models/bert/modeling_bert.py`` (``position_embeddings``).
     """
 
     def __init__(self, max_len, d_model, *, seed=0, std=0.02, weight=None):
@@ -78,9 +81,10 @@ class LearnedPositionalEmbedding:
 
         Row ``r`` of the new table is the old table read at the fractional position
         ``r * (max_len - 1) / (new_max_len - 1)`` (first and last rows kept), the 1-D analogue of
-        how ViT resizes its position grid (``interpolate_pos_encoding`` in Hugging Face
-        ``models/vit/modeling_vit.py``, bicubic in 2-D). Interpolation squeezes the old rows
-        closer together; it does not invent knowledge of longer contexts.
+        how ViT resizes its position grid to fine-tune at a higher resolution
+        (``interpolate_pos_encoding`` in Hugging Face ``models/vit/modeling_vit.py``, bicubic in
+        2-D). Interpolation squeezes the old rows closer together; it does not invent knowledge
+        of longer contexts.
         """
         new_max_len = val.positive_int(new_max_len, "new_max_len")
         if new_max_len == 1 or self.max_len == 1:

@@ -1,8 +1,9 @@
 """Relative positions: Shaw et al. clipping, Transformer-XL's decomposition, T5's buckets.
 
-Sign convention of this course: ``relative_position[i, j] = j - i``, key position minus query
-position (T5's "memory_position - query_position", Shaw et al.'s ``j - i``). A key in the past has a
-negative relative position. Transformer-XL, DeBERTa and ALiBi write ``i - j`` (query minus key);
+Sign convention of this course (its notation page): for a query at position ``m`` and a key at
+position ``n``, the relative position is ``r = n - m``, key minus query (T5's
+``memory_position - query_position``, Shaw et al.'s ``j - i`` with ``i`` the query). A key in the
+past has ``r < 0``. Transformer-XL, DeBERTa and ALiBi write query minus key, ``m - n = -r``;
 multiply by -1 to convert.
 """
 
@@ -24,11 +25,11 @@ __all__ = [
 
 
 def relative_positions(n_queries, n_keys=None):
-    """Matrix of ``key_position - query_position``, shape ``(n_queries, n_keys)``.
+    """Matrix of ``r = n - m`` (key position minus query position), shape ``(n_queries, n_keys)``.
 
     The queries are the last ``n_queries`` of the ``n_keys`` positions (with ``n_keys=None``,
-    ``n_keys = n_queries``), as when the queries of a decoding step attend to a cache: query row ``r``
-    sits at position ``n_keys - n_queries + r``.
+    ``n_keys = n_queries``), as when the queries of a decoding step attend to a cache: query row ``k``
+    sits at position ``m = n_keys - n_queries + k``.
     """
     n_queries, n_keys = val.query_key_counts(n_queries, n_keys)
     query_pos = np.arange(n_keys - n_queries, n_keys)
@@ -49,9 +50,10 @@ def shaw_clip(relative_position, max_distance):
 def transformer_xl_terms(q, k, r, u, v):
     """Transformer-XL's four score terms (Dai et al. 2019, section 3.3).
 
-    ``score[i, j] = (a) q_i.k_j + (b) q_i.r_ij + (c) u.k_j + (d) v.r_ij`` where ``r_ij`` is the
-    projected relative encoding ``W_R R_{i-j}`` and ``u``, ``v`` are learned vectors shared by all
-    positions. The sum equals ``(q_i + u).k_j + (q_i + v).r_ij``.
+    ``score[m, n] = (a) q_m.k_n + (b) q_m.e_mn + (c) u.k_n + (d) v.e_mn`` where ``e_mn`` is the
+    projected relative encoding ``W_R R_{m-n}`` (Transformer-XL indexes ``R`` by query minus key,
+    ``m - n = -r``) and ``u``, ``v`` are learned vectors shared by all positions. The sum equals
+    ``(q_m + u).k_n + (q_m + v).e_mn``.
 
     Parameters
     ----------
@@ -89,7 +91,7 @@ def transformer_xl_terms(q, k, r, u, v):
 
 def t5_relative_position_bucket(relative_position, *, bidirectional=True, num_buckets=32,
                                 max_distance=128):
-    """T5's bucket index for each relative position ``key - query``.
+    """T5's bucket index for each relative position ``r = n - m`` (key minus query).
 
     Distances below ``max_exact = num_buckets' // 2`` get a bucket each; larger ones share
     logarithmically wider buckets up to ``max_distance``; beyond that the last bucket. With
@@ -156,9 +158,12 @@ def _t5_bucket(rel, bidirectional, half, max_exact, max_distance):
 def t5_bias(table, n_queries, n_keys=None, *, bidirectional=True, max_distance=128):
     """Per-head attention bias from a T5 bucket table.
 
-    ``bias[h, i, j] = table[bucket(j - i), h]`` with ``table`` of shape ``(num_buckets, n_heads)``
+    ``bias[h, m, n] = table[bucket(n - m), h]`` with ``table`` of shape ``(num_buckets, n_heads)``
     (T5's ``relative_attention_bias.weight``). Returns ``(n_heads, n_queries, n_keys)``. T5 adds it
-    to the raw ``q.k`` scores (no ``1/sqrt(d)`` scaling in T5).
+    to the raw ``q.k`` scores (no ``1/sqrt(d)`` scaling in T5). One table serves every layer of a
+    stack (only block 0 holds it), so each layer sees the same flat bias beyond ``max_distance``;
+    later layers can still respond to longer offsets by combining what earlier layers gathered
+    locally (Raffel et al. 2020, section 2.1).
     """
     table = val.numeric_array(table, "table")
     bidirectional = val.boolean(bidirectional, "bidirectional")

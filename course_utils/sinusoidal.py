@@ -1,13 +1,17 @@
 """Sinusoidal absolute position encodings (Vaswani et al. 2017) and their rotation structure.
 
+Notation (the course's notation page): ``p`` a position, ``i`` the pair index, ``d = d_model``,
+``b = base``, ``theta_i`` the angular frequency of pair ``i`` in radians per position.
+
 Two layouts are in use:
 
-* ``"interleaved"`` (the paper): ``PE[p, 2i] = sin(p w_i)``, ``PE[p, 2i+1] = cos(p w_i)`` with
-  ``w_i = base^(-2i/d)``. Hugging Face ``models/distilbert/modeling_distilbert.py``
-  ``_create_sinusoidal_embeddings`` computes exactly this.
+* ``"interleaved"`` (the paper): ``PE[p, 2i] = sin(p theta_i)``, ``PE[p, 2i+1] = cos(p theta_i)``
+  with ``theta_i = b^(-2i/d)``. Hugging Face ``models/distilbert/modeling_distilbert.py``
+  ``_create_sinusoidal_embeddings`` computes exactly this (DistilBERT uses it only with
+  ``sinusoidal_pos_embds=True``; its released checkpoints learn their positions).
 * ``"concat"`` (tensor2tensor ``get_timing_signal_1d``, fairseq ``SinusoidalPositionalEmbedding``):
-  ``PE[p] = [sin(p w_0) .. sin(p w_{h-1}) | cos(p w_0) .. cos(p w_{h-1})]`` with ``h = d/2`` and
-  ``w_i = exp(-i ln(base) / (h - 1))``, so the lowest frequency is exactly ``1/base``.
+  ``PE[p] = [sin(p theta_0) .. sin(p theta_{h-1}) | cos(p theta_0) .. cos(p theta_{h-1})]`` with
+  ``h = d/2`` and ``theta_i = exp(-i ln(b) / (h - 1))``, so the lowest frequency is exactly ``1/b``.
 
 Pair index ``i = 0`` is the HIGHEST frequency (wavelength ``2 pi``); the last pair is the lowest.
 """
@@ -44,10 +48,10 @@ def _check_d_model(d_model, layout):
 
 
 def sinusoidal_frequencies(d_model, *, base=10000.0, layout="interleaved"):
-    """Angular frequencies ``w_i`` (radians per position), shape ``(d_model // 2,)``.
+    """Angular frequencies ``theta_i`` (radians per position), shape ``(d_model // 2,)``.
 
-    ``layout="interleaved"``: ``w_i = base^(-2i/d)``; ``layout="concat"``:
-    ``w_i = exp(-i ln(base) / (d/2 - 1))``. Both decrease with ``i``: pair 0 turns fastest.
+    ``layout="interleaved"``: ``theta_i = base^(-2i/d)``; ``layout="concat"``:
+    ``theta_i = exp(-i ln(base) / (d/2 - 1))``. Both decrease with ``i``: pair 0 turns fastest.
     """
     layout = val.choice(layout, "layout", LAYOUTS)
     d_model = _check_d_model(d_model, layout)
@@ -86,11 +90,10 @@ def sinusoidal_encoding_at(positions, d_model, *, base=10000.0, layout="interlea
 
     Notes
     -----
-    Precision: the angle ``p w_i`` is formed in float64, so its error is about ``|p| 2^-52``
+    Precision: the angle ``p theta_i`` is formed in float64, so its error is about ``|p| 2^-52``
     radians (``2e-10`` at ``p = 10^6``) and entries stay within ``1e-9`` of the exact values there
-    (``tests/test_precision.py``). Angles formed in float32 instead (:func:`sinusoidal_angles`) err
-    by up to ``3 |p| w_i 2^-24`` radians, 0.05 rad for ``d_model = 128`` at ``p = 10^6``: the fast
-    pairs' angles are then off by more than a thousandth of a turn.
+    (``tests/test_precision.py``). Angles formed in float32 instead (:func:`sinusoidal_angles`,
+    which gives the bound) err by up to about ``|p| theta_i 2^-23`` radians.
 
     Memory: the angles are formed for a block of rows at a time (a loop over blocks, not over
     positions), so the peak is the output plus about 0.5 MB; a 131072 x 1024 float64 table peaks
@@ -121,7 +124,8 @@ def sinusoidal_encoding(n_positions, d_model, *, base=10000.0, layout="interleav
                         dtype=np.float64):
     """Table of encodings for positions ``start .. start + n_positions - 1``.
 
-    ``PE[p, 2i] = sin(p w_i)``, ``PE[p, 2i+1] = cos(p w_i)`` (``layout="interleaved"``, the paper),
+    ``PE[p, 2i] = sin(p theta_i)``, ``PE[p, 2i+1] = cos(p theta_i)`` (``layout="interleaved"``,
+    the paper),
     or ``[sin | cos]`` halves with tensor2tensor/fairseq spacing (``layout="concat"``).
 
     Returns
@@ -152,11 +156,12 @@ def sinusoidal_encoding(n_positions, d_model, *, base=10000.0, layout="interleav
 
 
 def sinusoidal_shift_matrix(k, d_model, *, base=10000.0, layout="interleaved"):
-    """The linear map ``M_k`` with ``PE[p + k] = M_k @ PE[p]`` for every ``p``.
+    """The linear map ``M_k`` with ``PE[p + k] = M_k @ PE[p]`` for every ``p`` (offset ``k``).
 
-    For each frequency pair, ``[sin((p+k)w), cos((p+k)w)] = [[cos kw, sin kw], [-sin kw, cos kw]]
-    @ [sin pw, cos pw]`` (angle addition), so ``M_k`` is block-diagonal with 2x2 rotations: it is
-    orthogonal, has determinant 1, and ``M_a @ M_b = M_{a+b}``. ``k`` may be any real offset.
+    For each frequency pair, with ``t = theta_i``,
+    ``[sin((p+k)t), cos((p+k)t)] = [[cos kt, sin kt], [-sin kt, cos kt]] @ [sin pt, cos pt]``
+    (angle addition), so ``M_k`` is block-diagonal with 2x2 rotations: it is orthogonal, has
+    determinant 1, and ``M_a @ M_b = M_{a+b}``. ``k`` may be any real offset, also negative.
 
     Returns
     -------
@@ -175,15 +180,16 @@ def sinusoidal_shift_matrix(k, d_model, *, base=10000.0, layout="interleaved"):
 
 
 def sinusoidal_similarity(offsets, d_model, *, base=10000.0, layout="interleaved"):
-    """Dot product of two encodings ``k`` positions apart: ``PE[p] . PE[p + k] = sum_i cos(k w_i)``.
+    """Dot product of two encodings ``r`` positions apart: ``PE[m] . PE[m + r] = sum_i cos(r theta_i)``.
 
-    Each pair contributes ``sin(p w) sin((p+k) w) + cos(p w) cos((p+k) w) = cos(k w)``, so the
-    result does not depend on ``p``. It equals ``d_model / 2`` at ``k = 0`` and is even in ``k``.
+    Each pair contributes ``sin(m t) sin((m+r) t) + cos(m t) cos((m+r) t) = cos(r t)`` with
+    ``t = theta_i``, so the result does not depend on ``m``. It equals ``d_model / 2`` at ``r = 0``
+    and is even in ``r``.
 
     Parameters
     ----------
     offsets : array_like of real numbers, shape ``(...)``
-        The offsets ``k = q - p`` (fractional and negative offsets allowed).
+        The offsets ``r = n - m`` (fractional and negative offsets allowed).
     d_model : int, even
     base : float
     layout : {"interleaved", "concat"}
@@ -206,13 +212,17 @@ def sinusoidal_similarity(offsets, d_model, *, base=10000.0, layout="interleaved
 
 
 def sinusoidal_angles(positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float64):
-    """Angles ``p * w_i`` formed in ``dtype``, shape ``(..., d_model // 2)``.
+    """Angles ``p * theta_i`` formed in ``dtype``, shape ``(..., d_model // 2)``.
 
-    Positions and frequencies are rounded to ``dtype`` and multiplied in ``dtype``, as a table built
-    in that precision forms them (fairseq ``SinusoidalPositionalEmbedding.get_embedding`` uses
-    float32 tensors). Each rounding has relative error at most ``2^-24`` in float32, so the angle is
-    off by at most about ``p w_i 2^-23``. :func:`sinusoidal_encoding_at` instead forms angles in
-    float64 and rounds only the result.
+    The float64 frequencies and the positions are each rounded once to ``dtype`` and multiplied in
+    ``dtype``: the best a table built in that precision can do. In float32 each rounding has
+    relative error at most ``2^-24`` (a position below ``2^24`` is exact), so the angle is off by at
+    most about ``p theta_i 2^-23``. This is a floor, not a model of a particular library: fairseq's
+    ``SinusoidalPositionalEmbedding.get_embedding`` forms ``theta_i = exp(-i ln(b) / (d/2 - 1))``
+    in float32, and the rounded argument of ``exp`` (an absolute error up to about
+    ``|ln theta_i| 2^-24``) becomes a relative error of ``theta_i`` of the same size, several times
+    ``2^-24`` for the slow pairs. :func:`sinusoidal_encoding_at` instead forms angles in float64 and
+    rounds only the result.
 
     Parameters
     ----------
@@ -230,8 +240,9 @@ def sinusoidal_angles(positions, d_model, *, base=10000.0, layout="interleaved",
     References
     ----------
     Vaswani et al. 2017, section 3.5; fairseq ``fairseq/modules/sinusoidal_positional_embedding.py``
-    ``get_embedding`` (float32 angles); Hugging Face ``models/distilbert/modeling_distilbert.py``
-    ``_create_sinusoidal_embeddings`` (float64 angles, cast to float32 afterwards).
+    ``get_embedding`` (float32 frequencies and angles); Hugging Face
+    ``models/distilbert/modeling_distilbert.py`` ``_create_sinusoidal_embeddings`` (float64 angles,
+    cast to float32 afterwards).
     """
     positions = val.numeric_array(positions, "positions")
     dtype = val.float_dtype(dtype)
