@@ -309,8 +309,8 @@ def _mrope_section(mrope_section, n_pairs, interleaved):
                         f"{mrope_section!r:.60}")
     section = [val.positive_int(s, f"mrope_section[{k}]") for k, s in enumerate(mrope_section)]
     if sum(section) != n_pairs:
-        raise ValueError(f"mrope_section must sum to head_dim/2 = {n_pairs} (one entry per rotary "
-                         f"pair), got {section} with sum {sum(section)}")
+        raise ValueError(f"mrope_section must sum to head_dim/2 = {n_pairs}, got {section} "
+                         f"(sum {sum(section)})")
     if interleaved and (3 * section[1] > n_pairs + 1 or 3 * section[2] > n_pairs):
         raise ValueError(f"mrope_section {section} is too unequal for the interleaved layout: "
                          f"height and width need 3 * mrope_section[k] <= {n_pairs} pairs")

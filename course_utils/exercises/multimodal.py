@@ -76,7 +76,7 @@ def check_text_image_ids(func):
         (variant(swapped=True), "height and width are swapped: the height id is the patch's row "
                                 "(it changes slowest), the width id its column"),
     ]
-    return grade("Exercise 10.1: M-RoPE position ids of text + image + text",
+    return grade("Exercise 10.1: text + image ids",
                  lambda: _collect(func, _LAYOUTS, lambda b, h, w, a: (3, b + h * w + a)),
                  expected, hints=hints, rtol=0, atol=1e-9)
 
@@ -107,7 +107,7 @@ def check_channel_axes(func):
         (tiled(lambda d, s: np.tile(_interleaved_pairs(d, s), 2)),
          "that is Qwen3-VL's interleaved split; Qwen2-VL gives each axis one consecutive block"),
     ]
-    return grade("Exercise 10.2: M-RoPE channel split",
+    return grade("Exercise 10.2: channel split",
                  lambda: _collect(func, _SPLITS, lambda d, s: (d,)), expected, hints=hints,
                  rtol=0, atol=1e-9)
 
@@ -185,5 +185,5 @@ def check_resize_14_to_24(func):
             answers.append(answer.ravel())
         return np.concatenate(answers)
 
-    return grade("Exercise 10.3: resize a 14 x 14 position table to 24 x 24", compute, expected,
+    return grade("Exercise 10.3: resize 14x14 to 24x24", compute, expected,
                  hints=hints, rtol=1e-5, atol=1e-6)
