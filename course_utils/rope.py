@@ -1,7 +1,9 @@
 """Rotary position embedding (RoPE, Su et al. 2021).
 
-RoPE rotates each pair of channels of a query or key by the angle ``m * theta_i`` where ``m`` is
-the position and ``theta_i = base^(-2i/d)``. Which channels form a pair is a convention:
+RoPE rotates each pair ``i`` of channels of a query or key by the angle ``m * theta_i`` where ``m``
+is the position and ``theta_i = base^(-2i/d)`` (notation as on the course's notation page: query
+position ``m``, key position ``n``, relative position ``r = n - m``). Which channels form a pair
+is a convention:
 
 * ``layout="half"``: pairs ``(x_i, x_{i + d/2})``; Hugging Face ``rotate_half`` and
   ``apply_rotary_pos_emb`` in ``models/llama/modeling_llama.py`` (also called the "NeoX" layout).
@@ -206,9 +208,10 @@ def permute_qk_weight_for_half_layout(weight, n_heads):
 def roformer_decay_bound(relative_distance, head_dim, *, base=10000.0):
     """RoFormer's long-term decay curve: ``(1/(d/2)) sum_j |sum_{k<j} exp(i * dist * theta_k)|``.
 
-    Su et al. 2021, section 3.4.3: the bound on ``|<R_m q, R_n k>|`` is proportional to this
-    quantity, which shrinks (not monotonically) as the distance ``|m - n|`` grows. At distance 0 it is
-    ``(d/2 + 1) / 2``, e.g. 32.5 for ``d = 128``.
+    Su et al. 2021, section 3.4.3: ``|<R_m q, R_n k>| <= max_i |h_(i+1) - h_i| * sum_j |S_j|``,
+    that is this quantity times ``(d/2) max_i |h_(i+1) - h_i|``; it shrinks (not monotonically) as
+    the distance ``|r| = |n - m|`` grows. At distance 0 it is ``(d/2 + 1) / 2``, e.g. 32.5 for
+    ``d = 128``.
 
     Returns an array of ``relative_distance``'s shape.
     """
