@@ -1,8 +1,9 @@
 """ALiBi: attention with linear biases (Press et al. 2022).
 
-No position vector is added to the tokens. Each head ``h`` adds ``-m_h * (i - j)`` to the score of
-query ``i`` and key ``j <= i``: a penalty that grows linearly with distance, with a head-specific
-slope ``m_h`` from a geometric sequence.
+No position vector is added to the tokens. Each head ``h`` adds ``-a_h * (m - n)`` to the score of
+query ``m`` and key ``n <= m``: a penalty that grows linearly with distance, with a head-specific
+slope ``a_h`` (the paper's ``m``) from a geometric sequence. Notation as on the course's notation
+page: query position ``m``, key position ``n``, relative position ``r = n - m``.
 """
 
 from __future__ import annotations
@@ -17,22 +18,23 @@ __all__ = ["alibi_slopes", "alibi_bias", "alibi_bias_bloom"]
 
 
 def _power_of_two_slopes(n):
-    # m_k = 2^(-8k/n), k = 1..n: start 2^(-8/n), ratio 2^(-8/n).
+    # a_h = 2^(-8h/n), h = 1..n: start 2^(-8/n), ratio 2^(-8/n).
     return 2.0 ** (-8.0 * np.arange(1, n + 1) / n)
 
 
 def alibi_slopes(n_heads):
-    """Head slopes ``m_1 .. m_n``, shape ``(n_heads,)``.
+    """Head slopes ``a_1 .. a_H`` as the reference code computes them, shape ``(n_heads,)``.
 
-    For ``n`` a power of two, ``m_k = 2^(-8k/n)``. Otherwise, with ``c`` the largest power of two
-    below ``n``: the ``c`` slopes for ``c`` heads, then every other slope of the ``2c``-head
-    sequence (``2^(-0.5 * 8/c)``, ``2^(-1.5 * 8/c)``, ...) until there are ``n``.
+    For ``H`` a power of two, ``a_h = 2^(-8h/H)``, the paper's rule. The paper states that rule for
+    every ``H``; the reference code departs from it otherwise: with ``c`` the largest power of two
+    below ``H``, the ``c`` slopes for ``c`` heads, then every other slope of the ``2c``-head
+    sequence (``2^(-0.5 * 8/c)``, ``2^(-1.5 * 8/c)``, ...) until there are ``H``.
 
     References
     ----------
-    Press et al. 2022, section 3; ofirpress/attention_with_linear_biases
-    ``fairseq/models/transformer.py`` ``get_slopes``; Hugging Face ``models/bloom/modeling_bloom.py``
-    ``build_alibi_tensor``.
+    Press et al. 2022, section 3 (the rule); ofirpress/attention_with_linear_biases
+    ``fairseq/models/transformer.py`` ``get_slopes`` (the rule for other head counts); Hugging Face
+    ``models/bloom/modeling_bloom.py`` ``build_alibi_tensor`` (the same slopes in closed form).
     """
     n_heads = val.positive_int(n_heads, "n_heads")
     closest = 2 ** int(math.floor(math.log2(n_heads)))
@@ -46,20 +48,20 @@ def alibi_bias(n_heads, n_queries, n_keys=None, *, causal=True):
     """ALiBi bias, shape ``(n_heads, n_queries, n_keys)``, to add to the attention scores.
 
     The queries are the last ``n_queries`` of the ``n_keys`` positions (decoding with a cache):
-    query row ``r`` sits at position ``i = n_keys - n_queries + r``.
+    query row ``k`` sits at position ``m = n_keys - n_queries + k``.
 
-    * ``causal=True`` (the paper, decoders): ``-m_h (i - j)`` for ``j <= i`` and ``-inf`` for
-      ``j > i``, so the causal mask is part of the bias.
-    * ``causal=False`` (a symmetric encoder variant): ``-m_h |i - j|`` everywhere.
+    * ``causal=True`` (the paper, decoders): ``-a_h (m - n)`` for key ``n <= m`` and ``-inf`` for
+      ``n > m``, so the causal mask is part of the bias.
+    * ``causal=False`` (a symmetric encoder variant): ``-a_h |m - n|`` everywhere.
     """
     slopes = alibi_slopes(n_heads)
     n_queries, n_keys = val.query_key_counts(n_queries, n_keys)
     causal = val.boolean(causal, "causal")
-    # One (n_queries, n_keys) table of distances i - j, shared by every head; the output is then
-    # written in a single pass. Causal: a key after the query gets distance +inf, so -m_h * inf is
+    # One (n_queries, n_keys) table of distances m - n, shared by every head; the output is then
+    # written in a single pass. Causal: a key after the query gets distance +inf, so -a_h * inf is
     # the -inf of the mask (every slope is positive).
     query_pos = np.arange(n_keys - n_queries, n_keys, dtype=np.float64)
-    distance = np.subtract.outer(query_pos, np.arange(n_keys, dtype=np.float64))  # i - j
+    distance = np.subtract.outer(query_pos, np.arange(n_keys, dtype=np.float64))  # m - n
     if causal:
         np.copyto(distance, np.inf, where=distance < 0)
     else:
@@ -68,15 +70,15 @@ def alibi_bias(n_heads, n_queries, n_keys=None, *, causal=True):
 
 
 def alibi_bias_bloom(n_heads, n_keys, *, attention_mask=None):
-    """BLOOM's form of the bias: ``+m_h * j`` for key ``j``, the same for every query.
+    """BLOOM's form of the bias: ``+a_h * n`` for key ``n``, the same for every query.
 
     Shape ``(n_heads, 1, n_keys)``, or ``(batch, n_heads, 1, n_keys)`` with an ``attention_mask``
-    of shape ``(batch, n_keys)`` (1 for real tokens, 0 for padding), in which case ``j`` counts real
-    tokens only: ``j = (cumsum(mask) - 1) * mask``.
+    of shape ``(batch, n_keys)`` (1 for real tokens, 0 for padding), in which case ``n`` counts real
+    tokens only: ``n = (cumsum(mask) - 1) * mask``.
 
-    Under a causal mask this equals the paper's ``-m_h (i - j)`` after the softmax, because the
-    two differ by ``-m_h i``, a constant across each query's row. It does not give the symmetric
-    ``-m_h |i - j|``.
+    Under a causal mask this equals the paper's ``-a_h (m - n)`` after the softmax, because the
+    two differ by ``-a_h m``, a constant across each query's row. It does not give the symmetric
+    ``-a_h |m - n|``.
 
     References
     ----------
