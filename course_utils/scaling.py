@@ -6,8 +6,13 @@
 scaled by its square. Parameter names and defaults are those of a model config's
 ``rope_parameters`` (formerly ``rope_scaling``).
 
-Notation: ``d`` = rotary head dimension, ``b`` = base (``rope_theta``), ``s`` = ``factor``,
-``L`` = ``original_max_position_embeddings``, ``omega_i = b^(-2i/d)``, ``lambda_i = 2 pi / omega_i``.
+Notation as on the course's notation page: ``d`` = rotary head dimension, ``b`` = base
+(``rope_theta``), ``s`` = ``factor``, ``L`` = ``original_max_position_embeddings``,
+``theta_i = b^(-2i/d)``, ``lambda_i = 2 pi / theta_i``, and the blend
+``theta_i' = gamma_i theta_i + (1 - gamma_i) theta_i / s`` (``gamma_i = 1`` keeps a frequency,
+``gamma_i = 0`` interpolates it). ``r_i = L / lambda_i`` below is YaRN's number of turns within
+``L`` (the notebooks write it ``rho_i``, since ``r`` is the relative position there). "NTK" is
+the neural tangent kernel, after which NTK-aware scaling is named.
 """
 
 from __future__ import annotations
@@ -110,20 +115,23 @@ def rope_scaling(method, head_dim, *, base=10000.0, factor, original_max_positio
     Parameters
     ----------
     method : {"linear", "ntk", "dynamic", "yarn", "llama3", "longrope"}
-        * ``"linear"`` (Position Interpolation, Chen et al. 2023): ``omega_i / s``.
+        * ``"linear"`` (Position Interpolation, Chen et al. 2023): ``theta_i / s``.
         * ``"ntk"`` (NTK-aware, static): base ``b' = b * s^(d / (d - 2))``. Not one of
           Hugging Face's methods; the formula of the original NTK-aware proposal, which
           ``"dynamic"`` applies with a length-dependent factor.
         * ``"dynamic"`` (dynamic NTK): ``b' = b * (s l / L - (s - 1))^(d/(d-2))``,
           ``l = max(seq_len, L)``; ``seq_len=None`` means ``l = L`` (no change).
-        * ``"yarn"`` (Peng et al. 2023): ``omega_i (1 - ramp_i) + (omega_i / s) ramp_i`` with the
-          ramp linear in ``i`` between :func:`yarn_correction_range`; attention factor
-          ``0.1 ln s + 1`` unless given (or the ``mscale``/``mscale_all_dim`` ratio).
-        * ``"llama3"``: keep ``omega_i`` where ``lambda_i < L / high_freq_factor``, divide by ``s`` where
+        * ``"yarn"`` (Peng et al. 2023): ``gamma_i theta_i + (1 - gamma_i) theta_i / s`` with
+          ``1 - gamma_i`` (the code's ``linear_ramp_factor``) linear in ``i`` between
+          :func:`yarn_correction_range`; attention factor ``0.1 ln s + 1`` unless given (or the
+          ``mscale``/``mscale_all_dim`` ratio).
+        * ``"llama3"``: keep ``theta_i`` where ``lambda_i < L / high_freq_factor``, divide by ``s`` where
           ``lambda_i > L / low_freq_factor``, blend linearly in ``L / lambda_i`` between.
-        * ``"longrope"`` (Ding et al. 2024, Phi-3): ``1 / (ext_i b^(2i/d))`` with ``ext`` the
-          ``long_factor`` list when ``seq_len > L``, else ``short_factor``; attention factor
-          ``sqrt(1 + ln s / ln L)`` unless given.
+        * ``"longrope"`` (the per-pair factors of Ding et al. 2024, as run for Phi-3):
+          ``1 / (ext_i b^(2i/d))`` with ``ext`` the ``long_factor`` list when ``seq_len > L``,
+          else ``short_factor``; attention factor ``sqrt(1 + ln s / ln L)`` unless given (a
+          formula of the transformers/Phi-3 code, not of the LongRoPE paper). The paper's other
+          parts (initial tokens kept un-interpolated, progressive extension) are not modelled.
     head_dim : int, even
         Rotary dimension ``d`` (head_dim times ``partial_rotary_factor``).
     base : float
@@ -166,11 +174,11 @@ def rope_scaling(method, head_dim, *, base=10000.0, factor, original_max_positio
     for name in _REQUIRED.get(method, ()):
         if p[name] is None:
             raise TypeError(f"method={method!r} requires the parameter {name!r}")
-    omega = rope_inv_freq(head_dim, base=base)
+    theta = rope_inv_freq(head_dim, base=base)
     exponent = head_dim / (head_dim - 2) if head_dim > 2 else None
 
     if method == "linear":
-        return omega / factor, 1.0
+        return theta / factor, 1.0
 
     if method in ("ntk", "dynamic"):
         if exponent is None:
@@ -193,7 +201,7 @@ def rope_scaling(method, head_dim, *, base=10000.0, factor, original_max_positio
         if low == high:
             high += 0.001  # as the reference, to avoid dividing by zero
         ramp = np.clip((np.arange(head_dim // 2) - low) / (high - low), 0.0, 1.0)
-        inv_freq = omega * (1.0 - ramp) + (omega / factor) * ramp
+        inv_freq = theta * (1.0 - ramp) + (theta / factor) * ramp
         attention = p["attention_factor"]
         if attention is None:
             if p["mscale"] and p["mscale_all_dim"]:
@@ -210,8 +218,8 @@ def rope_scaling(method, head_dim, *, base=10000.0, factor, original_max_positio
             raise ValueError(
                 f"high_freq_factor must exceed low_freq_factor, got {high_ff} and {low_ff}"
             )
-        wavelength = 2 * np.pi / omega
-        divided = np.where(wavelength > length / low_ff, omega / factor, omega)
+        wavelength = 2 * np.pi / theta
+        divided = np.where(wavelength > length / low_ff, theta / factor, theta)
         smooth = (length / wavelength - low_ff) / (high_ff - low_ff)
         smoothed = (1 - smooth) * divided / factor + smooth * divided
         medium = (wavelength >= length / high_ff) & (wavelength <= length / low_ff)
@@ -222,7 +230,7 @@ def rope_scaling(method, head_dim, *, base=10000.0, factor, original_max_positio
     short = _factor_list(p["short_factor"], "short_factor", n_pairs)
     long_ = _factor_list(p["long_factor"], "long_factor", n_pairs)
     ext = long_ if (seq_len is not None and seq_len > length) else short
-    inv_freq = omega / ext
+    inv_freq = theta / ext
     attention = p["attention_factor"]
     if attention is None:
         attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(length))
@@ -235,9 +243,9 @@ DYNAMIC_CONVENTIONS = ("transformers", "yarn_paper")
 def rotations_in_context(head_dim, *, base=10000.0, original_max_position_embeddings):
     """Full turns pair ``i`` makes over the training length: ``r_i = L / lambda_i``.
 
-    ``lambda_i = 2 pi / omega_i = 2 pi b^(2i/d)`` is the pair's wavelength in positions, so
-    ``r_i = L omega_i / (2 pi)``. Pairs with ``r_i >= 1`` met every angle of their circle during
-    training; a pair with ``r_i < 1`` only met the arc ``[0, L omega_i)``, so positions past ``L``
+    ``lambda_i = 2 pi / theta_i = 2 pi b^(2i/d)`` is the pair's wavelength in positions, so
+    ``r_i = L theta_i / (2 pi)``. Pairs with ``r_i >= 1`` met every angle of their circle during
+    training; a pair with ``r_i < 1`` only met the arc ``[0, L theta_i)``, so positions past ``L``
     give it angles it never saw.
 
     Parameters
@@ -304,7 +312,7 @@ def yarn_paper_ramp(r, *, alpha=1.0, beta=32.0):
 
 def yarn_paper_inv_freq(head_dim, *, base=10000.0, factor, original_max_position_embeddings,
                         alpha=1.0, beta=32.0):
-    """YaRN frequencies as the paper writes them: ``(1 - gamma_i) omega_i / s + gamma_i omega_i``.
+    """YaRN frequencies as the paper writes them: ``(1 - gamma_i) theta_i / s + gamma_i theta_i``.
 
     ``r_i = L / lambda_i`` (:func:`rotations_in_context`) and ``gamma`` is :func:`yarn_paper_ramp`.
     Compare :func:`rope_scaling` ``("yarn", ...)``, which follows the reference code: there the
@@ -321,12 +329,12 @@ def yarn_paper_inv_freq(head_dim, *, base=10000.0, factor, original_max_position
     """
     factor = val.positive_float(factor, "factor", minimum=1.0)
     alpha, beta = _ramp_bounds(alpha, beta)
-    omega = rope_inv_freq(head_dim, base=base)
+    theta = rope_inv_freq(head_dim, base=base)
     gamma = yarn_paper_ramp(
         rotations_in_context(head_dim, base=base,
                              original_max_position_embeddings=original_max_position_embeddings),
         alpha=alpha, beta=beta)
-    return (1.0 - gamma) * omega / factor + gamma * omega
+    return (1.0 - gamma) * theta / factor + gamma * theta
 
 
 def dynamic_ntk_base(head_dim, *, base=10000.0, factor, seq_len, original_max_position_embeddings,
