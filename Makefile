@@ -11,9 +11,13 @@ REF_STAMP := $(VENV)/.reference-installed
 CONDA := $(shell command -v micromamba 2>/dev/null || command -v mamba 2>/dev/null || command -v conda 2>/dev/null)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
+OLDEST ?= .venv-oldest
+OLDEST_PYTHON ?= python3
+# uv from PATH, else installed into .venv (uv does not read pip's configuration).
+UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor clean
+.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -81,6 +85,20 @@ bench: setup ## Time the course_utils kernels, every notebook under nbval and th
 doctor: ## Check the installed versions against the ranges in pyproject.toml and say how to fix a mismatch
 	@if [ -x $(PYTHON) ]; then $(PYTHON) tools/doctor.py; else python3 tools/doctor.py; fi
 
+test-oldest: $(if $(shell command -v uv 2>/dev/null),,setup) ## Run the unit tests, the notebooks and ruff with the lowest versions pyproject.toml allows, in .venv-oldest
+	@test -x $(UV) || { echo "== Installing uv into $(VENV)"; $(PYTHON) -m pip install --quiet uv; }
+	@echo "== Creating $(OLDEST) with $(OLDEST_PYTHON)"
+	$(UV) venv --quiet --clear --python $(OLDEST_PYTHON) $(OLDEST)
+	@echo "== Installing the lowest versions pyproject.toml allows for course_utils[notebooks,test]"
+	$(UV) pip install --quiet --python $(OLDEST)/bin/python --resolution lowest-direct -e '.[notebooks,test]'
+	@echo "== Installed in $(OLDEST):"
+	@$(UV) pip freeze --python $(OLDEST)/bin/python --exclude-editable | grep -iE '^(numpy|matplotlib|seaborn|pandas|jupyterlab|ipykernel|nbclient|nbformat|tqdm|pytest|hypothesis|nbval|ruff)=='
+	@echo "== Unit tests and every notebook under nbval ($(OLDEST)); without the docs and reference extras the site and transformers tests skip"
+	CI=false $(OLDEST)/bin/python -m pytest tests notebooks $(PYTEST_NB) -p no:cacheprovider
+	@echo "== ruff ($(OLDEST))"
+	$(OLDEST)/bin/python -m ruff check course_utils tests tools notebooks benchmarks conf.py
+	@echo "== Oldest versions OK: every test and notebook passes in $(OLDEST)"
+
 lock: ## Refresh constraints.txt: resolve the newest versions allowed by pyproject.toml in a clean venv
 	rm -rf .lock-venv && python3 -m venv .lock-venv
 	.lock-venv/bin/pip install --quiet --upgrade pip
@@ -92,4 +110,4 @@ lock: ## Refresh constraints.txt: resolve the newest versions allowed by pyproje
 	rm -rf .lock-venv
 
 clean: ## Remove the environment and build outputs
-	rm -rf $(VENV) _build .pytest_cache .hypothesis
+	rm -rf $(VENV) $(OLDEST) _build .pytest_cache .hypothesis
