@@ -92,6 +92,21 @@ def test_causal_saturation_wrong(wrong, hint, capsys):
     assert out.startswith("TRY AGAIN") and hint in out
 
 
+def test_causal_saturation_other_max_distance(capsys):
+    first = next(n for n in range(1, 600) if _bucket_by_formula(n, 32, 256) == 31)
+    assert first == 216  # ceil(16 * 16 ** (15 / 16)) = ceil(215.27)
+    assert check_causal_saturation(first, max_distance=256) is True
+    assert "PASS" in capsys.readouterr().out
+    assert check_causal_saturation(113, max_distance=256) is False
+    assert "max_distance = 128" in capsys.readouterr().out
+    assert check_causal_saturation(256, max_distance=256) is False
+    assert "cap" in capsys.readouterr().out
+    assert check_causal_saturation(215, max_distance=256) is False
+    assert "round up" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="max_distance"):
+        check_causal_saturation(1, max_distance=8)
+
+
 def test_causal_saturation_matches_hugging_face(torch, transformers):
     from transformers.models.t5.modeling_t5 import T5Attention
 
@@ -102,6 +117,9 @@ def test_causal_saturation_matches_hugging_face(torch, transformers):
     bidirectional = T5Attention._relative_position_bucket(rel, bidirectional=True, num_buckets=32,
                                                           max_distance=128).numpy()
     assert int(np.argmax(bidirectional == 15)) == 91
+    wide = T5Attention._relative_position_bucket(rel, bidirectional=False, num_buckets=32,
+                                                 max_distance=256).numpy()
+    assert int(np.argmax(wide == 31)) == 216
 
 
 def _loop_step_bias_by_formula(table, step):

@@ -67,30 +67,41 @@ def _first_distance_in_last_bucket(half, max_distance):
                      ** ((half - 1 - max_exact) / (half - max_exact)))
 
 
-def check_causal_saturation(answer):
+def check_causal_saturation(answer, *, max_distance=_MAX_DISTANCE):
     """Exercise 4.2: the smallest distance to a past key that lands in T5's last causal bucket.
 
     A causal decoder uses all 32 buckets for the past: ``max_exact = 16`` and the last bucket is 31,
-    reached at ``ceil(16 * 8 ** (15/16))``.
+    reached at ``ceil(16 * (max_distance / 16) ** (15/16))``: 113 for T5's ``max_distance = 128``,
+    216 for ``max_distance = 256``.
     """
-    expected = _first_distance_in_last_bucket(_NUM_BUCKETS, _MAX_DISTANCE)
+    if isinstance(max_distance, bool) or not isinstance(max_distance, (int, np.integer)) \
+            or max_distance <= _NUM_BUCKETS // 2:
+        raise ValueError(f"max_distance must be an integer above {_NUM_BUCKETS // 2}, "
+                         f"got {max_distance!r}")
+    max_distance = int(max_distance)
+    expected = _first_distance_in_last_bucket(_NUM_BUCKETS, max_distance)
+    exact = 16 * (max_distance / 16) ** (15 / 16)
     hints = [
-        (_MAX_DISTANCE,
+        (max_distance,
          "max_distance is where the logarithmic formula would reach bucket 32; the cap at the last "
          "bucket (31) comes earlier"),
-        (_first_distance_in_last_bucket(_NUM_BUCKETS // 2, _MAX_DISTANCE),
+        (_first_distance_in_last_bucket(_NUM_BUCKETS // 2, max_distance),
          "that is the bidirectional answer (16 buckets per side); a causal decoder spends all 32 "
          "buckets on the past"),
         (expected - 1,
          "one too small: that distance still falls in the second-to-last bucket (round up, not "
          "down)"),
-        (16 * 8 ** (15 / 16),
+        (exact,
          "that is where the formula reaches 31 exactly; a distance is a whole number of tokens, "
          "so round up to the first integer distance at or beyond it"),
         (expected + 1, "one too large: that distance is in bucket 31, but so is the one before it"),
-        (31, "31 is the bucket, not the distance; solve 16 + ln(n/16)/ln(8) * 16 >= 31 for n"),
+        (31, f"31 is the bucket, not the distance; solve 16 + ln(n/16)/ln({max_distance}/16) * 16 "
+             ">= 31 for n"),
+        (_first_distance_in_last_bucket(_NUM_BUCKETS, _MAX_DISTANCE),
+         f"that is the answer for T5's max_distance = {_MAX_DISTANCE}; this decoder has "
+         f"max_distance = {max_distance}"),
     ]
-    return grade("Exercise 4.2: where T5's causal buckets saturate",
+    return grade(f"Exercise 4.2: where T5's causal buckets saturate (max_distance {max_distance})",
                  lambda: answer_of(answer), expected, hints=hints, rtol=0, atol=0)
 
 
