@@ -22,13 +22,14 @@ def test_shaw_clip():
     np.testing.assert_array_equal(shaw_clip(np.arange(-5, 6), 2), [-2, -2, -2, -2, -1, 0, 1, 2, 2, 2, 2])
 
 
-# shared/REFERENCE.md: 32 buckets, max_distance 128, bidirectional, key - query <= 0.
+# 32 buckets, max_distance 128, bidirectional, key - query <= 0: bucket 8 + k starts at distance
+# ceil(8 * 16 ** (k / 8)) (Hugging Face models/t5/modeling_t5.py, _relative_position_bucket).
 T5_RANGES = [((-7, -1), None), ((-11, -8), 8), ((-15, -12), 9), ((-22, -16), 10), ((-31, -23), 11),
              ((-45, -32), 12), ((-63, -46), 13), ((-90, -64), 14), ((-400, -91), 15)]
 
 
 @pytest.mark.parametrize("span, bucket", T5_RANGES)
-def test_t5_buckets_match_the_reference_sheet(span, bucket):
+def test_t5_buckets_match_the_bucket_formula(span, bucket):
     rel = np.arange(span[0], span[1] + 1)
     buckets = t5_relative_position_bucket(rel)
     expected = -rel if bucket is None else np.full_like(rel, bucket)

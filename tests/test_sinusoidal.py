@@ -13,8 +13,8 @@ from course_utils.sinusoidal import (
 )
 
 
-def test_reference_sheet_values_d4_p1():
-    # shared/REFERENCE.md: paper [.841471, .540302, .010000, .999950]; t2t/fairseq [.841471, .000100, .540302, 1.0]
+def test_formula_values_d4_p1():
+    # paper: [sin 1, cos 1, sin 0.01, cos 0.01]; t2t/fairseq: [sin 1, sin 1e-4, cos 1, cos 1e-4]
     np.testing.assert_allclose(sinusoidal_encoding(2, 4)[1], [0.841471, 0.540302, 0.010000, 0.999950],
                                atol=5e-7)
     np.testing.assert_allclose(sinusoidal_encoding(2, 4, layout="concat")[1],

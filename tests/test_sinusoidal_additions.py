@@ -1,7 +1,8 @@
 """Tests for sinusoidal_similarity and sinusoidal_angles.
 
-Known answers come from the paper's formula (omega_i = 10000^(-2i/d)), the d=4 values of the
-reference sheet, and IEEE-754 rounding facts (float32 has a 24-bit significand).
+Known answers come from the paper's formula (theta_i = 10000^(-2i/d)), its values at d = 4,
+p = 1 ([sin 1, cos 1, sin 0.01, cos 0.01]), and IEEE-754 rounding facts (float32 has a 24-bit
+significand).
 """
 
 import numpy as np
