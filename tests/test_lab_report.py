@@ -70,9 +70,10 @@ def test_table_prints_na_not_zero():
     assert lines[3].split() == ["RoPE", "0.50", "0.25"]
 
 
-def test_table_with_seeds_gives_mean_and_standard_deviation():
-    table = results_table(_experiment([[[1.0, 1.0], [np.nan, np.nan]], [[0.4, 0.6], [0.2, 0.2]]]))
-    assert "0.50 ± 0.10" in table and "0.20 ± 0.00" in table and "n/a" in table
+def test_table_with_seeds_gives_mean_and_range():
+    table = results_table(_experiment([[[1.0, 1.0, 1.0], [np.nan] * 3],
+                                       [[0.4, 0.6, 0.8], [0.2, 0.2, 0.2]]]))
+    assert "0.60 [0.40-0.80]" in table and "0.20 [0.20-0.20]" in table and "n/a" in table
 
 
 def test_table_refuses_nan_for_some_seeds_only():

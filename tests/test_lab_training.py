@@ -68,6 +68,49 @@ def test_run_experiment_shapes_and_nan_pattern():
     assert not np.isnan(accuracy[1]).any()
 
 
+_SMALL = dict(train_length=8, multipliers=(1, 2), seeds=(0, 1), steps=4, n_test=4,
+              progress=False, d_model=16, n_heads=2, d_mlp=16, t5_num_buckets=8,
+              t5_max_distance=8)
+
+
+def test_worker_processes_give_the_same_results_as_one_process():
+    # Each (model, seed) is seeded on its own: the pool changes where it runs, not what it computes.
+    one = run_experiment(PREVIOUS, schemes=("t5", "rope"), workers=1, **_SMALL)
+    two = run_experiment(PREVIOUS, schemes=("t5", "rope"), workers=2, **_SMALL)
+    np.testing.assert_array_equal(one.accuracy, two.accuracy)
+    np.testing.assert_array_equal(one.losses, two.losses)
+    for name in one.schemes:
+        for (_, a), (_, b) in zip(one.trained[name], two.trained[name], strict=True):
+            for key in a:
+                np.testing.assert_array_equal(a[key], b[key], err_msg=f"{name} {key}")
+
+
+def test_variants_are_extra_rows_with_their_own_config():
+    experiment = run_experiment(PREVIOUS, schemes=("rope",), workers=1,
+                                variants={"RoPE, base 3": {"scheme": "rope", "rope_base": 3.0}},
+                                **_SMALL)
+    assert experiment.schemes == ("rope", "RoPE, base 3")
+    assert experiment.models["RoPE, base 3"][0].rope_base == 3.0
+    assert experiment.models["rope"][0].rope_base == 10000.0
+    assert len(experiment.trained["RoPE, base 3"]) == 2  # one model per seed
+    # Different frequencies, different training: the variant is not a copy of the plain row.
+    assert not np.array_equal(experiment.losses[0], experiment.losses[1])
+    from course_utils.lab.report import row_style
+
+    assert row_style(experiment, "RoPE, base 3")["linestyle"] == "--"
+    assert row_style(experiment, "RoPE, base 3")["color"] == row_style(experiment, "rope")["color"]
+
+
+@pytest.mark.parametrize("variants, match", [
+    ({"x": {"rope_base": 3.0}}, "including 'scheme'"),
+    ({"rope": {"scheme": "rope"}}, "reuse a scheme's name"),
+    ("rope", "must be a dict"),
+])
+def test_bad_variants_are_refused(variants, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        run_experiment(PREVIOUS, schemes=("rope",), variants=variants, **_SMALL)
+
+
 def test_first_adam_step_moves_every_weight_by_lr_against_the_gradient_sign():
     # m_hat = g and v_hat = g^2 at t = 1, so the step is lr * g / (|g| + eps).
     params = {"w": np.array([1.0, -2.0, 3.0])}

@@ -272,23 +272,23 @@ def forward(params, tokens, config):
     for layer in range(config.n_layers):
         p = f"l{layer}."
         c = {"x_in": x}
-        q = _split_heads(x @ params[p + "wq"], config.n_heads)
-        k = _split_heads(x @ params[p + "wk"], config.n_heads)
-        v = _split_heads(x @ params[p + "wv"], config.n_heads)
+        q = _split_heads(_linear(x, params[p + "wq"]), config.n_heads)
+        k = _split_heads(_linear(x, params[p + "wk"]), config.n_heads)
+        v = _split_heads(_linear(x, params[p + "wv"]), config.n_heads)
         if config.scheme == "rope":
             q = apply_rope(q, positions, base=config.rope_base, layout="half")
             k = apply_rope(k, positions, base=config.rope_base, layout="half")
         weights = softmax(q @ k.transpose(0, 1, 3, 2) * scale + bias, axis=-1)
         heads = _merge_heads(weights @ v)
-        x = x + heads @ params[p + "wo"]
+        x = x + _linear(heads, params[p + "wo"])
         c.update(q=q, k=k, v=v, weights=weights, heads=heads, x_mid=x)
         if config.d_mlp:
-            pre = x @ params[p + "w1"] + params[p + "b1"]
+            pre = _linear(x, params[p + "w1"]) + params[p + "b1"]
             hidden = np.maximum(pre, 0.0)
-            x = x + hidden @ params[p + "w2"] + params[p + "b2"]
+            x = x + _linear(hidden, params[p + "w2"]) + params[p + "b2"]
             c.update(pre=pre, hidden=hidden)
         layers.append(c)
-    logits = x @ params["unembed"]
+    logits = _linear(x, params["unembed"])
     cache = {"config": config, "tokens": tokens, "positions": positions, "buckets": buckets,
              "layers": layers, "x_out": x}
     return logits, cache
@@ -334,18 +334,18 @@ def backward(params, cache, dlogits, config):
     d, h = config.d_model, config.n_heads
     scale = 1.0 / np.sqrt(config.head_dim)
     grads["unembed"] = _weight_grad(cache["x_out"], dlogits)
-    dx = dlogits @ params["unembed"].T
+    dx = _linear(dlogits, params["unembed"].T)
     for layer in reversed(range(config.n_layers)):
         p, c = f"l{layer}.", cache["layers"][layer]
         if config.d_mlp:
             grads[p + "b2"] = dx.sum(axis=(0, 1))
             grads[p + "w2"] = _weight_grad(c["hidden"], dx)
-            dpre = (dx @ params[p + "w2"].T) * (c["pre"] > 0)
+            dpre = _linear(dx, params[p + "w2"].T) * (c["pre"] > 0)
             grads[p + "b1"] = dpre.sum(axis=(0, 1))
             grads[p + "w1"] = _weight_grad(c["x_mid"], dpre)
-            dx = dx + dpre @ params[p + "w1"].T
+            dx = dx + _linear(dpre, params[p + "w1"].T)
         grads[p + "wo"] = _weight_grad(c["heads"], dx)
-        dheads = _split_heads(dx @ params[p + "wo"].T, h)
+        dheads = _split_heads(_linear(dx, params[p + "wo"].T), h)
         weights, q, k, v = c["weights"], c["q"], c["k"], c["v"]
         dv = weights.transpose(0, 1, 3, 2) @ dheads
         dweights = dheads @ v.transpose(0, 1, 3, 2)
@@ -363,8 +363,8 @@ def backward(params, cache, dlogits, config):
         grads[p + "wq"] = _weight_grad(c["x_in"], dq)
         grads[p + "wk"] = _weight_grad(c["x_in"], dk)
         grads[p + "wv"] = _weight_grad(c["x_in"], dv)
-        dx = (dx + dq @ params[p + "wq"].T + dk @ params[p + "wk"].T
-              + dv @ params[p + "wv"].T)
+        dx = (dx + _linear(dq, params[p + "wq"].T) + _linear(dk, params[p + "wk"].T)
+              + _linear(dv, params[p + "wv"].T))
     if config.scheme == "learned":
         grads["pos"][: tokens.shape[1]] = dx.sum(axis=0)
     grads["embed"] = _row_sums(dx.reshape(-1, d), tokens.reshape(-1), config.vocab_size)
@@ -372,13 +372,22 @@ def backward(params, cache, dlogits, config):
 
 
 def _weight_grad(inputs, doutputs):
-    """``sum_b inputs[b]^T @ doutputs[b]`` for ``(batch, seq, .)`` arrays.
+    """``sum over batch and positions of inputs^T @ doutputs`` for ``(batch, seq, .)`` arrays.
 
-    One small matrix product per sequence, then a sum over the batch in a fixed order: BLAS
-    never sees a product large enough to split across threads, so results are the same on every
-    run (and no time is lost to thread start-up on a small, busy machine).
+    Written as one matrix product over the flattened ``batch * seq`` rows: a single BLAS call
+    instead of one per sequence.
     """
-    return np.sum(inputs.transpose(0, 2, 1) @ doutputs, axis=0)
+    return _flat(inputs).T @ _flat(doutputs)
+
+
+def _flat(x):
+    """``(..., d)`` to ``(rows, d)``, a view for the contiguous arrays used here."""
+    return x.reshape(-1, x.shape[-1])
+
+
+def _linear(x, weight):
+    """``x @ weight`` for ``x`` of shape ``(..., d_in)``, as one matrix product over all rows."""
+    return (_flat(x) @ weight).reshape(x.shape[:-1] + (weight.shape[-1],))
 
 
 def _row_sums(values, index, n_rows):

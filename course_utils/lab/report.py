@@ -15,7 +15,8 @@ from ..plotting import PALETTE
 from .model import SCHEMES
 from .train import Experiment
 
-__all__ = ["SCHEME_LABELS", "scheme_style", "results_table", "plot_accuracy"]
+__all__ = ["SCHEME_LABELS", "scheme_style", "row_label", "row_style", "results_table",
+           "plot_accuracy"]
 
 SCHEME_LABELS = {
     "none": "NoPE",
@@ -37,6 +38,24 @@ def scheme_style(scheme):
             "label": SCHEME_LABELS[scheme]}
 
 
+def row_label(experiment, name):
+    """The label of a row of ``experiment``: the scheme's name, or a variant's own name."""
+    return SCHEME_LABELS.get(name, name)
+
+
+def row_style(experiment, name):
+    """Plot keywords for a row of ``experiment``: :func:`scheme_style` for a scheme; for a variant,
+    its scheme's colour and marker with a dashed line, hollow markers and the variant's name."""
+    experiment = _experiment(experiment)
+    if name not in experiment.schemes:
+        raise ValueError(f"name must be a row of the experiment {experiment.schemes}, got {name!r}")
+    if name in SCHEMES:
+        return scheme_style(name)
+    config = experiment.models[name][0]
+    return scheme_style(config.scheme) | {"linestyle": "--", "markerfacecolor": "white",
+                                          "label": name}
+
+
 def _experiment(experiment):
     if not isinstance(experiment, Experiment):
         raise TypeError(f"experiment must be an Experiment from run_experiment, got "
@@ -52,20 +71,20 @@ def _cell(values, decimals):
     mean = f"{values.mean():.{decimals}f}"
     if len(values) == 1:
         return mean
-    return f"{mean} ± {values.std():.{decimals}f}"
+    return f"{mean} [{values.min():.{decimals}f}-{values.max():.{decimals}f}]"
 
 
 def results_table(experiment, *, decimals=2):
     """Accuracy as a text table: one row per scheme, one column per test length.
 
-    One seed: the accuracy. Several seeds: ``mean ± standard deviation`` over seeds. ``n/a``
-    where the model has no output for that length.
+    One seed: the accuracy. Several seeds: the mean over seeds and, in brackets, the smallest
+    and the largest seed's accuracy. ``n/a`` where the model has no output for that length.
     """
     experiment = _experiment(experiment)
     decimals = val.positive_int(decimals, "decimals", allow_zero=True)
     train_length = experiment.train_length
     headers = ["scheme"] + [f"{n // train_length}x = {n}" for n in experiment.lengths]
-    rows = [[SCHEME_LABELS[s]] + [_cell(experiment.accuracy[a, m], decimals)
+    rows = [[row_label(experiment, s)] + [_cell(experiment.accuracy[a, m], decimals)
                                   for m in range(len(experiment.lengths))]
             for a, s in enumerate(experiment.schemes)]
     widths = [max(len(r[c]) for r in rows + [headers]) for c in range(len(headers))]
@@ -79,7 +98,7 @@ def results_table(experiment, *, decimals=2):
 
 
 def plot_accuracy(experiment, *, ax=None, title=None):
-    """Accuracy against test length, one line per scheme (mean over seeds, min-max band).
+    """Accuracy against test length, one line per row (mean over seeds, min-max band).
 
     A scheme with no output at a length gets no point there; a dashed vertical line marks the
     training length (the learned table's last row), a dotted horizontal line chance.
@@ -95,7 +114,7 @@ def plot_accuracy(experiment, *, ax=None, title=None):
     lengths = np.array(experiment.lengths)
     for a, scheme in enumerate(experiment.schemes):
         acc = experiment.accuracy[a]
-        style = scheme_style(scheme)
+        style = row_style(experiment, scheme)
         if np.isnan(acc).any(axis=-1).any():
             style["label"] += f" (n/a beyond {experiment.train_length})"
             style["markersize"] = 9

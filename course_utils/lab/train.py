@@ -5,10 +5,14 @@ Everything is seeded: the same seeds give bit-identical losses and accuracies on
 
 from __future__ import annotations
 
+import concurrent.futures
+import multiprocessing
+import os
 import sys
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .. import _validate as val
 from .model import SCHEMES, ModelConfig, init_params, loss_and_grads, predict
@@ -130,24 +134,45 @@ def train(task, config, *, steps, batch=16, length=16, lr=1e-2, seed=0, progress
         raise ValueError(f"length must be <= config.max_len ({config.max_len}) for the learned "
                          f"table, got {length}")
     params = init_params(config, seed)
+    # One flat vector holds every parameter, and params holds views into it, so that gradient
+    # clipping and Adam run as a few whole-vector operations instead of one set per array.
+    flat = np.concatenate([value.reshape(-1) for value in params.values()])
+    offsets = np.cumsum([0] + [value.size for value in params.values()])
+    params = {name: flat[offsets[k]:offsets[k + 1]].reshape(value.shape)
+              for k, (name, value) in enumerate(params.items())}
     data_rng = np.random.default_rng(seed + 1)
-    warmup = max(1, steps // 10)
     losses = np.empty(steps)
-    state = None
     steps_iter = _progress_bar(range(steps), steps, progress,
                                f"{task.name}, {config.scheme}, seed {seed}")
+    with _one_blas_thread():
+        _steps(task, config, params, flat, steps_iter, data_rng, losses,
+               batch=batch, length=length, lr=lr, clip=clip)
+    params = {name: value.copy() for name, value in params.items()}  # own arrays, not views
+    return params, losses
+
+
+def _one_blas_thread():
+    """The model's matrix products are tiny: splitting them over BLAS threads costs more than it
+    saves, and threads that wait for each other on a busy machine cost far more. Parallelism
+    comes from training several models in separate processes (:func:`run_experiment`)."""
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _steps(task, config, params, flat, steps_iter, data_rng, losses, *, batch, length, lr, clip):
+    steps = len(losses)
+    warmup = max(1, steps // 10)
+    state = None
     for step in steps_iter:
         tokens, labels, mask = task.batch(data_rng, batch, length)
         if not mask.any():
             tokens, labels, mask = task.batch(data_rng, batch, length)
         losses[step], grads = loss_and_grads(params, config, tokens, labels, mask)
-        norm = np.sqrt(sum(float(np.sum(g * g)) for g in grads.values()))
+        grad = np.concatenate([grads[name].reshape(-1) for name in params])
+        norm = np.sqrt(np.dot(grad, grad))
         if norm > clip:
-            for g in grads.values():
-                g *= clip / norm
+            grad *= clip / norm
         rate = lr * min((step + 1) / warmup, (steps - step) / (steps - warmup + 1))
-        state = adam_step(params, grads, state, lr=rate)
-    return params, losses
+        state = adam_step({"all": flat}, {"all": grad}, state, lr=rate)
 
 
 def evaluate(params, config, task, length, *, n_sequences=64, seed=1234, batch=32,
@@ -204,6 +229,8 @@ class Experiment:
     ----------
     task : Task
     schemes : tuple of str
+        Row names: the schemes of :data:`~course_utils.lab.model.SCHEMES` that were run, then the
+        names of any ``variants``.
     lengths : tuple of int
         Test lengths in tokens (``multipliers`` times ``train_length``).
     seeds : tuple of int
@@ -211,8 +238,9 @@ class Experiment:
     accuracy : float64 array ``(len(schemes), len(lengths), len(seeds))``
         NaN where the model cannot read the input (a learned table beyond its ``max_len``).
     losses : float64 array ``(len(schemes), len(seeds), steps)``: the training curves.
-    models : dict mapping each scheme to ``(config, params)`` of the model trained with the
+    models : dict mapping each row name to ``(config, params)`` of the model trained with the
         first seed, for inspection.
+    trained : dict mapping each row name to a tuple of ``(config, params)``, one per seed.
     """
 
     task: Task
@@ -223,6 +251,7 @@ class Experiment:
     accuracy: np.ndarray
     losses: np.ndarray
     models: dict = field(repr=False)
+    trained: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.task, Task):
@@ -248,15 +277,61 @@ class Experiment:
         """Mean over seeds, ``(len(schemes), len(lengths))``; NaN stays NaN."""
         return self.accuracy.mean(axis=-1)
 
+    def seed_range(self):
+        """Smallest and largest accuracy over seeds, each ``(len(schemes), len(lengths))``."""
+        return self.accuracy.min(axis=-1), self.accuracy.max(axis=-1)
+
+
+def _train_and_evaluate(job):
+    """One (model, seed) of :func:`run_experiment`: train, then evaluate at every length.
+
+    A module-level function, so that worker processes can run it.
+    """
+    task, config, seed, lengths, settings = job
+    params, losses = train(task, config, steps=settings["steps"], batch=settings["batch"],
+                           length=settings["train_length"], lr=settings["lr"], seed=seed,
+                           progress=False)
+    with _one_blas_thread():
+        accuracy = [evaluate(params, config, task, length, n_sequences=settings["n_test"])
+                    for length in lengths]
+    return params, losses, accuracy
+
+
+def _run_jobs(jobs, workers, progress, description):
+    if workers == 1 or len(jobs) == 1:
+        return list(_progress_bar(map(_train_and_evaluate, jobs), len(jobs), progress, description))
+    # "spawn" starts clean interpreters on every operating system (forking a process that runs
+    # BLAS threads is unsafe); each job is seeded, so results do not depend on which worker ran it.
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        results = pool.map(_train_and_evaluate, jobs)
+        return list(_progress_bar(results, len(jobs), progress, description))
+
 
 def run_experiment(task, *, schemes=SCHEMES, train_length=16, multipliers=(1, 2, 4, 8),
-                   seeds=(0,), steps=1000, batch=16, lr=1e-2, n_test=64, progress=None,
-                   **model_kwargs):
+                   seeds=(0,), steps=1000, batch=16, lr=1e-2, n_test=64, variants=None,
+                   workers=None, progress=None, **model_kwargs):
     """Train every scheme on ``task`` at ``train_length`` and test at ``multipliers`` times it.
 
-    Every scheme gets the same model shape (``ModelConfig`` defaults, overridden by
-    ``model_kwargs``), the same training batches (same seed), the same number of steps, and the
-    same test sequences. The learned table gets ``max_len = train_length``.
+    Every model gets the same shape (``ModelConfig`` defaults, overridden by ``model_kwargs``),
+    the same training batches for a given seed, the same number of steps, and the same test
+    sequences. The learned table gets ``max_len = train_length``.
+
+    Parameters
+    ----------
+    task : Task
+    schemes : tuple of str
+        Schemes from :data:`~course_utils.lab.model.SCHEMES`.
+    variants : dict or None
+        Extra rows: ``{name: overrides}``, where ``overrides`` is a dict of ``ModelConfig``
+        fields that includes ``"scheme"``, for example
+        ``{"RoPE, base 3.5": {"scheme": "rope", "rope_base": 3.5}}``.
+    workers : int or None
+        Processes that train models side by side (``None``: one per CPU core, at most one per
+        model). Every (model, seed) is seeded on its own, so the results are the same for any
+        number of workers.
+    progress : bool or None
+        A progress bar over the trained models; ``None``: only when stderr is a terminal.
 
     Returns
     -------
@@ -268,21 +343,41 @@ def run_experiment(task, *, schemes=SCHEMES, train_length=16, multipliers=(1, 2,
     schemes = tuple(val.choice(scheme, "schemes", SCHEMES) for scheme in schemes)
     lengths = tuple(train_length * val.positive_int(m, "multipliers") for m in multipliers)
     seeds = tuple(val.positive_int(seed, "seeds", allow_zero=True) for seed in seeds)
-    steps = val.positive_int(steps, "steps")
-    if not schemes or not lengths or not seeds:
-        raise ValueError("schemes, multipliers and seeds must each hold at least one value")
-    accuracy = np.full((len(schemes), len(lengths), len(seeds)), np.nan)
-    losses = np.empty((len(schemes), len(seeds), steps))
-    models = {}
-    for a, scheme in enumerate(schemes):
-        config = ModelConfig(scheme=scheme, vocab_size=task.vocab_size, max_len=train_length,
-                             **model_kwargs)
-        for s, seed in enumerate(seeds):
-            params, losses[a, s] = train(task, config, steps=steps, batch=batch,
-                                         length=train_length, lr=lr, seed=seed, progress=progress)
-            for m, length in enumerate(lengths):
-                accuracy[a, m, s] = evaluate(params, config, task, length, n_sequences=n_test)
-            if s == 0:
-                models[scheme] = (config, params)
-    return Experiment(task=task, schemes=schemes, lengths=lengths, seeds=seeds,
-                      train_length=train_length, accuracy=accuracy, losses=losses, models=models)
+    settings = {"steps": val.positive_int(steps, "steps"), "batch": val.positive_int(batch, "batch"),
+                "lr": val.positive_float(lr, "lr"), "train_length": train_length,
+                "n_test": val.positive_int(n_test, "n_test")}
+    progress = _default_progress() if progress is None else val.boolean(progress, "progress")
+    variants = {} if variants is None else variants
+    if not isinstance(variants, dict) or not all(
+            isinstance(name, str) and isinstance(overrides, dict) and "scheme" in overrides
+            for name, overrides in variants.items()):
+        raise TypeError("variants must be a dict {name: ModelConfig fields including 'scheme'}, "
+                        f"got {variants!r:.80}")
+    clash = set(variants) & set(schemes)
+    if clash:
+        raise ValueError(f"variants must not reuse a scheme's name as a row name, got {sorted(clash)}")
+    if not (schemes or variants) or not lengths or not seeds:
+        raise ValueError("schemes (or variants), multipliers and seeds must each hold at least "
+                         "one value")
+    base = {"vocab_size": task.vocab_size, "max_len": train_length, **model_kwargs}
+    configs = {scheme: ModelConfig(scheme=scheme, **base) for scheme in schemes}
+    configs.update({name: ModelConfig(**(base | overrides)) for name, overrides in variants.items()})
+    names = tuple(configs)
+    jobs = [(task, configs[name], seed, lengths, settings) for name in names for seed in seeds]
+    if workers is None:
+        workers = min(os.cpu_count() or 1, len(jobs))
+    workers = val.positive_int(workers, "workers")
+    results = _run_jobs(jobs, workers, progress, f"{task.name}: models trained")
+    accuracy = np.full((len(names), len(lengths), len(seeds)), np.nan)
+    losses = np.empty((len(names), len(seeds), settings["steps"]))
+    trained = {name: [] for name in names}
+    for index, (params, curve, acc) in enumerate(results):
+        a, s = divmod(index, len(seeds))
+        accuracy[a, :, s] = acc
+        losses[a, s] = curve
+        trained[names[a]].append((configs[names[a]], params))
+    trained = {name: tuple(models) for name, models in trained.items()}
+    return Experiment(task=task, schemes=names, lengths=lengths, seeds=seeds,
+                      train_length=train_length, accuracy=accuracy, losses=losses,
+                      models={name: models[0] for name, models in trained.items()},
+                      trained=trained)
