@@ -17,7 +17,7 @@ OLDEST_PYTHON ?= python3
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest clean
+.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -78,6 +78,12 @@ endif
 
 determinism: setup ## Execute every notebook twice in fresh kernels (temporary copies) and compare the outputs (NB=path for one)
 	$(PYTHON) tools/notebooks.py determinism $(or $(NB),$(NOTEBOOKS))
+
+portability: setup ## Run every notebook under nbval as on other CPUs (numpy SIMD paths, OpenBLAS kernels); table into benchmarks/RESULTS.md
+	$(PYTHON) tools/portability.py --write
+
+lab-seeds: setup ## Run the lab notebook once per seed 0-4 and with all five: do its checks hold on every seed? Table into benchmarks/RESULTS.md
+	$(PYTHON) tools/lab_seeds.py --write
 
 bench: setup ## Time the course_utils kernels, every notebook under nbval and the site build; write benchmarks/RESULTS.md
 	$(PYTHON) benchmarks/bench.py

@@ -1,0 +1,113 @@
+"""Do the lab's conclusions hold on every seed? Run notebook 09 once per seed, and once with all.
+
+    python tools/lab_seeds.py [--seeds 0 1 2 3 4] [--write]   # what `make lab-seeds` runs
+
+The lab checks its conclusions on the mean over the seeds in its setup cell (``SEEDS``). This
+tool executes a temporary copy of the notebook in a fresh kernel for each seed alone
+(``SEEDS = (k,)``), so that every check must hold for that one seed, and once with all the seeds
+together, whose accuracy table (mean and min-max over seeds) it prints. With ``--write`` the
+results go into ``benchmarks/RESULTS.md`` between the lab-seeds markers. Exit status 1 if a
+check fails for any seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+import sys
+import time
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+LAB = ROOT / "notebooks" / "09_lab_length_generalization.ipynb"
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+BEGIN, END = "<!-- lab-seeds:begin -->", "<!-- lab-seeds:end -->"
+SEEDS_LINE = re.compile(r"^SEEDS = \(.*\)$", re.M)
+TABLE_TAG = "lab-results-table"  # the cell whose output is the accuracy table
+
+
+def run(seeds: tuple[int, ...]) -> dict:
+    nb = nbformat.read(LAB, as_version=4)
+    setup = [c for c in nb.cells if c.cell_type == "code" and SEEDS_LINE.search(c.source)]
+    if len(setup) != 1:
+        raise SystemExit(f"{LAB.name}: expected one cell with a line 'SEEDS = (...)'")
+    setup[0].source = SEEDS_LINE.sub(f"SEEDS = {tuple(seeds)!r}", setup[0].source)
+    client = NotebookClient(nb, timeout=1800, kernel_name="python3",
+                            resources={"metadata": {"path": str(LAB.parent)}})
+    start = time.perf_counter()
+    error = None
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        lines = [ln for ln in str(exc).splitlines() if "AssertionError" in ln or "FAIL" in ln]
+        error = lines[-1].strip() if lines else str(exc).splitlines()[-1]
+    text = "\n".join(
+        "".join(o.get("text", "")) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+        if o.get("output_type") == "stream"
+    )
+    checks = len(re.findall(r"^PASS\s", text, re.M))
+    table = "\n".join(
+        "".join(o.get("text", "")) for c in nb.cells
+        if c.cell_type == "code" and TABLE_TAG in c.metadata.get("tags", [])
+        for o in c.get("outputs", []) if o.get("output_type") == "stream"
+    )
+    return {"seeds": tuple(seeds), "passed": checks, "error": error,
+            "seconds": time.perf_counter() - start, "table": table.strip()}
+
+
+def report(single: list[dict], together: dict | None) -> str:
+    lines = ["| seeds | checks passed | first failure | time |", "|---|---|---|---|"]
+    for r in single + ([together] if together else []):
+        seeds = ", ".join(map(str, r["seeds"]))
+        lines.append(f"| {seeds} | {r['passed']} | {r['error'] or 'none'} | {r['seconds']:.0f} s |")
+    return "\n".join(lines)
+
+
+def write(single: list[dict], together: dict | None) -> None:
+    text = RESULTS.read_text() if RESULTS.is_file() else "# Benchmark results\n"
+    table = ""
+    if together and together["table"]:
+        table = (f"\n\nThe accuracy tables of the run with seeds {together['seeds']} (mean, and "
+                 f"min-max over seeds):\n\n```\n{together['table']}\n```")
+    block = (
+        f"{BEGIN}\n## The lab's checks on every seed\n\n"
+        "`make lab-seeds` executed `09_lab_length_generalization` in a fresh kernel once per seed "
+        "alone (every check must then hold for that seed) and once with all of them.\n\n"
+        f"{report(single, together)}{table}\n{END}"
+    )
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    RESULTS.write_text(text)
+    print(f"Written to {RESULTS.relative_to(ROOT)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--write", action="store_true", help="write into benchmarks/RESULTS.md")
+    args = parser.parse_args(argv)
+    single = []
+    for seed in args.seeds:
+        result = run((seed,))
+        print(f"seed {seed}: {result['passed']} checks passed, "
+              f"{'failed: ' + result['error'] if result['error'] else 'none failed'} "
+              f"({result['seconds']:.0f} s)", flush=True)
+        single.append(result)
+    together = run(tuple(args.seeds)) if len(args.seeds) > 1 else None
+    if together:
+        print(f"seeds {together['seeds']}: {together['passed']} checks passed, "
+              f"{'failed: ' + together['error'] if together['error'] else 'none failed'} "
+              f"({together['seconds']:.0f} s)\n{together['table']}")
+    if args.write:
+        write(single, together)
+    return 1 if any(r["error"] for r in single + ([together] if together else [])) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
