@@ -16,7 +16,7 @@ from course_utils.sinusoidal import (
 
 
 def test_similarity_d4_known_values():
-    # d = 4: omega = [1, 0.01], so PE[p].PE[p+k] = cos(k) + cos(0.01 k).
+    # d = 4: theta = [1, 0.01], so PE[p].PE[p+r] = cos(r) + cos(0.01 r).
     k = np.array([0.0, 1.0, 2.5, -7.0])
     expected = np.cos(k) + np.cos(0.01 * k)
     np.testing.assert_allclose(sinusoidal_similarity(k, 4), expected, rtol=0, atol=1e-15)
@@ -38,7 +38,7 @@ def test_similarity_matches_explicit_dot_products_for_every_start():
 
 
 def test_similarity_concat_uses_t2t_frequencies():
-    # t2t/fairseq spacing with d = 4: omega = [1, 1e-4].
+    # t2t/fairseq spacing with d = 4: theta = [1, 1e-4].
     k = np.array([3.0, 100.0])
     expected = np.cos(k) + np.cos(1e-4 * k)
     np.testing.assert_allclose(sinusoidal_similarity(k, 4, layout="concat"), expected, atol=1e-15)
@@ -74,7 +74,7 @@ def test_float32_pair0_angle_is_exact_and_other_errors_are_bounded():
     exact = np.outer(p, 10000.0 ** (-2.0 * np.arange(d // 2) / d))
     approx = sinusoidal_angles(p, d, dtype=np.float32).astype(np.float64)
     err = np.abs(approx - exact)
-    assert np.all(err[:, 0] == 0)  # omega_0 = 1, integer p < 2^24: exact
+    assert np.all(err[:, 0] == 0)  # theta_0 = 1, integer p < 2^24: exact
     assert np.all(err <= exact * 2.0**-23 * (1 + 1e-6))
     assert err[2].max() > err[1].max() > err[0].max() > 0
 

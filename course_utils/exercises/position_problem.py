@@ -94,10 +94,11 @@ def check_position_from_output(stub):
 def check_causal_swap(answer, *, n_tokens=6, i=2, j=4):
     """Exercise 1.3: which outputs of a causal layer change when tokens ``i < j`` swap.
 
-    A causal layer without positions makes the output at ``t`` a function of the query token
-    ``x_t`` and of the set ``{x_0 .. x_t}``. Swapping ``x_i`` and ``x_j`` changes the query at
-    ``t = i`` and ``t = j``, and the set for ``i <= t < j``; for ``t > j`` both are unchanged. So
-    exactly the positions ``i <= t <= j`` change.
+    A causal layer without positions makes the output at position ``p`` a function of the query
+    token ``x_p`` and of the set ``{x_0 .. x_p}``. Swapping the tokens at positions ``i`` and
+    ``j`` changes the query at ``p = i`` and ``p = j``, and the set for ``i <= p < j``; for
+    ``p > j`` both are unchanged. So exactly the positions ``i <= p <= j`` change. (Here ``i`` and
+    ``j`` are the two swapped positions, not a pair index.)
 
     Parameters
     ----------
@@ -108,17 +109,17 @@ def check_causal_swap(answer, *, n_tokens=6, i=2, j=4):
     j = val.positive_int(j, "j", allow_zero=True)
     if not i < j < n_tokens:
         raise ValueError(f"i and j must satisfy 0 <= i < j < n_tokens={n_tokens}, got i={i}, j={j}")
-    t = np.arange(n_tokens)
-    expected = (t >= i) & (t <= j)
+    p = np.arange(n_tokens)
+    expected = (p >= i) & (p <= j)
     hints = [
-        (t >= i, "the positions after j see the same set of tokens and keep their own query, so a "
+        (p >= i, "the positions after j see the same set of tokens and keep their own query, so a "
                  "causal layer without positions gives them the same output"),
-        ((t == i) | (t == j), "the positions strictly between i and j also change: their prefix "
+        ((p == i) | (p == j), "the positions strictly between i and j also change: their prefix "
                               "now holds the token from j instead of the one from i"),
         (np.ones(n_tokens, dtype=bool), "the positions before i see exactly what they saw before"),
-        ((t >= i) & (t < j), "position j changes too: its query token is now the one that sat "
+        ((p >= i) & (p < j), "position j changes too: its query token is now the one that sat "
                              "at i"),
-        ((t > i) & (t <= j), "position i changes too: its query token is now the one that sat "
+        ((p > i) & (p <= j), "position i changes too: its query token is now the one that sat "
                              "at j"),
         (np.zeros(n_tokens, dtype=bool), "a causal layer does see some change: the query at i "
                                          "and at j is a different token after the swap"),
