@@ -4,6 +4,12 @@ The site renders the committed notebooks with their stored outputs (MyST-NB, no 
 sphinx-book-theme, and works offline: MathJax is served from the site itself, copied in from the
 `django-static-mathjax` wheel (MathJax 3.2.2, installed with the course's `docs` extra), and
 nothing on any page is fetched from another host.
+
+Presentation: `_static/course.css` sizes the code column so that 88 characters (the notebooks'
+line length) fit at 1280 px, wraps long printed output, and keeps every page within a phone's
+width; figures and equations are numbered (`numfig`); code cells get a copy button
+(sphinx-copybutton); collapsed cells say what they hold (solutions "Show solution", through each
+cell's `mystnb.code_prompt_show` metadata, which `tools/notebooks.py check` enforces).
 """
 
 from __future__ import annotations
@@ -15,15 +21,17 @@ import shutil
 from sphinx.errors import ConfigError
 
 project = "Positional encodings in transformers"
-author = "the course authors"
+author = "the maintainers of the course"
+copyright = "2026, the maintainers of the course. Text and code under the MIT licence"
 
-extensions = ["myst_nb"]
+extensions = ["myst_nb", "sphinx_copybutton"]
 
-# Only the landing page, the notation page and the notebooks are pages; everything else in the repository is not.
-include_patterns = ["index.md", "notation.md", "notebooks/*.ipynb"]
+# Only the landing page, the notation, glossary and bibliography pages and the notebooks are
+# pages; everything else in the repository is not.
+include_patterns = ["index.md", "notation.md", "glossary.md", "bibliography.md", "notebooks/*.ipynb"]
 exclude_patterns = [
     "_build", ".venv", ".venv-oldest", "README.md", "**/.ipynb_checkpoints", "node_modules", "tests",
-    "course_utils", "tools", ".ci",
+    "course_utils", "tools", ".ci", "_static",
 ]
 root_doc = "index"
 language = "en"
@@ -34,6 +42,20 @@ nb_execution_mode = "off"
 nb_ipywidgets_js = {}
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
+# Collapsed cells: the default label; solutions, checks and set-up cells set their own in their
+# metadata ("Show solution", "Show the check", "Show the set-up").
+nb_code_prompt_show = "Show code cell {type}"
+nb_code_prompt_hide = "Hide code cell {type}"
+
+# "Figure 3" under each figure, and {numref} references to it in the text.
+numfig = True
+numfig_format = {"figure": "Figure %s", "table": "Table %s", "code-block": "Listing %s"}
+math_numfig = True
+math_eqref_format = "({number})"
+
+# Copy buttons on code cells only (not on printed output); prompts are not copied.
+copybutton_selector = "div.cell_input div.highlight pre, div.highlight-bash pre, div.highlight-python pre"
+copybutton_exclude = ".linenos, .gp, .go"
 
 # MathJax 3 from the site's own _static/mathjax (copied in by `_copy_mathjax` below).
 mathjax_path = "mathjax/tex-chtml.js"
@@ -43,6 +65,9 @@ mathjax3_config = {"tex": {"packages": {"[-]": ["noundefined"]}}}
 
 html_theme = "sphinx_book_theme"
 html_title = "Positional encodings in transformers"
+html_static_path = ["_static"]
+html_css_files = ["course.css"]
+html_favicon = "_static/favicon.svg"
 html_last_updated_fmt = None
 html_copy_source = True  # the download button links to _sources/notebooks/<name>.ipynb
 html_sourcelink_suffix = ""
@@ -61,6 +86,10 @@ html_theme_options = {
     "home_page_in_toc": True,
     "show_toc_level": 2,
     "navigation_with_keys": False,
+    # The search field sits in the sidebar; without this the header holds a second search button.
+    "navbar_persistent": [],
+    "footer_start": ["copyright"],
+    "footer_end": [],
 }
 
 # Parts of MathJax's es5 distribution the site needs: the TeX-to-CommonHTML bundle, its fonts,

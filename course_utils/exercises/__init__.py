@@ -7,15 +7,38 @@ A learner's stub either is ``...`` (an answer not yet given) or is a function wh
 - ``PASS  <exercise>``: the answer is right;
 - ``TRY AGAIN  <exercise>: <hint>``: the answer is wrong, with a hint that points at the likely mistake.
 
+Every printed line fits :data:`LINE_WIDTH` characters (the notebooks' line length): a verdict
+too long for one line continues on indented lines.
+
 Checkers never raise for a wrong answer, so "Run all" goes on past an unfinished exercise. Solution
 cells wrap the checker in :func:`course_utils.checks.check_true`, which does raise.
 """
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
-__all__ = ["grade", "answer_of"]
+__all__ = ["grade", "answer_of", "LINE_WIDTH"]
+
+LINE_WIDTH = 88
+
+
+def _say(verdict, name, detail=None):
+    """Print ``VERDICT  name: detail`` within LINE_WIDTH columns, wrapping onto indented lines."""
+    head = f"{verdict}  {name}"
+    if detail is None:
+        text = head
+    elif len(head) + 2 + len(detail) <= LINE_WIDTH:
+        text = f"{head}: {detail}"
+    else:
+        text = f"{head}:\n" + textwrap.fill(detail, LINE_WIDTH, initial_indent="    ",
+                                            subsequent_indent="    ", break_long_words=False,
+                                            break_on_hyphens=False)
+    if len(head) > LINE_WIDTH:
+        text = textwrap.fill(head, LINE_WIDTH, subsequent_indent="    ") + text[len(head):]
+    print(text)
 
 
 class _NotAttempted(Exception):
@@ -67,29 +90,29 @@ def grade(name, compute_answer, expected, *, hints=(), rtol=1e-6, atol=1e-9):
     try:
         answer = compute_answer()
     except _NotAttempted:
-        print(f"NOT ATTEMPTED  {name}: replace the stub with your answer, then run this cell again")
+        _say("NOT ATTEMPTED", name, "replace the stub with your answer, then run this cell again")
         return False
     except Exception as exc:  # a learner's bug: report it as a hint, do not crash the notebook
-        print(f"TRY AGAIN  {name}: your code raised {type(exc).__name__}: {exc}")
+        _say("TRY AGAIN", name, f"your code raised {type(exc).__name__}: {exc}")
         return False
     if _matches(answer, expected, rtol, atol):
-        print(f"PASS  {name}")
+        _say("PASS", name)
         return True
     for wrong, hint in hints:
         if _matches(answer, wrong, rtol, atol):
-            print(f"TRY AGAIN  {name}: {hint}")
+            _say("TRY AGAIN", name, hint)
             return False
     try:
         a = np.asarray(answer, dtype=np.float64)
         e = np.asarray(expected, dtype=np.float64)
     except (TypeError, ValueError):
-        print(f"TRY AGAIN  {name}: expected numbers, got {type(answer).__name__}")
+        _say("TRY AGAIN", name, f"expected numbers, got {type(answer).__name__}")
         return False
     if a.shape != e.shape:
-        print(f"TRY AGAIN  {name}: expected shape {e.shape}, got {a.shape}")
+        _say("TRY AGAIN", name, f"expected shape {e.shape}, got {a.shape}")
     else:
         err = float(np.max(np.abs(a - e))) if a.size else 0.0
-        print(f"TRY AGAIN  {name}: right shape {a.shape}, but values differ (max error {err:.3g})")
+        _say("TRY AGAIN", name, f"right shape {a.shape}, but values differ (max error {err:.3g})")
     return False
 
 
