@@ -80,9 +80,9 @@ def partial_rotary_dim(head_dim, partial_rotary_factor):
         raise ValueError(f"partial_rotary_factor must lie in (0, 1], got {factor!r}")
     rotary = int(head_dim * factor)
     if rotary == 0 or rotary % 2:
-        raise ValueError(
-            f"int(head_dim * partial_rotary_factor) = int({head_dim} * {factor!r}) = {rotary} must "
-            "be a positive even number (RoPE rotates pairs of channels)"
+        raise ValueError(  # RoPE rotates pairs of channels
+            f"partial_rotary_factor={factor!r} rotates int({head_dim} * {factor!r}) = {rotary} "
+            "channels, not even"
         )
     return rotary
 
