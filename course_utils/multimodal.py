@@ -298,13 +298,17 @@ def apply_rope_2d(x, rows, cols, freq_row, freq_col, *, layout):
     ``compute_mixed_cis`` (angle ``t_x f_x + t_y f_y``).
     """
     layout = val.choice(layout, "layout", LAYOUTS)
+    rows = val.numeric_array(rows, "rows")
+    cols = val.numeric_array(cols, "cols")
+    freq_row = val.numeric_array(freq_row, "freq_row")
+    freq_col = val.numeric_array(freq_col, "freq_col")
     by_row = apply_rope(x, rows, layout=layout, inv_freq=freq_row)
     return apply_rope(by_row, cols, layout=layout, inv_freq=freq_col)
 
 
 def _mrope_section(mrope_section, n_pairs, interleaved):
     if isinstance(mrope_section, (str, bytes)) or not hasattr(mrope_section, "__len__") \
-            or len(mrope_section) != 3:
+            or np.ndim(mrope_section) != 1 or len(mrope_section) != 3:
         raise TypeError("mrope_section must be three integers (temporal, height, width), got "
                         f"{mrope_section!r:.60}")
     section = [val.positive_int(s, f"mrope_section[{k}]") for k, s in enumerate(mrope_section)]

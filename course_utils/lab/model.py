@@ -276,8 +276,9 @@ def forward(params, tokens, config):
         k = _split_heads(_linear(x, params[p + "wk"]), config.n_heads)
         v = _split_heads(_linear(x, params[p + "wv"]), config.n_heads)
         if config.scheme == "rope":
-            q = apply_rope(q, positions, base=config.rope_base, layout="half")
-            k = apply_rope(k, positions, base=config.rope_base, layout="half")
+            # Queries and keys rotated in one call: the same angles for both.
+            q, k = apply_rope(np.stack([q, k]), positions, base=config.rope_base,
+                              layout="half")
         weights = softmax(q @ k.transpose(0, 1, 3, 2) * scale + bias, axis=-1)
         heads = _merge_heads(weights @ v)
         x = x + _linear(heads, params[p + "wo"])
@@ -357,8 +358,8 @@ def backward(params, cache, dlogits, config):
         dk = dscores.transpose(0, 1, 3, 2) @ q * scale
         if config.scheme == "rope":
             # R_m is orthogonal, so R_m^T = R_{-m}: the gradient is rotated back by -m.
-            dq = apply_rope(dq, -positions, base=config.rope_base, layout="half")
-            dk = apply_rope(dk, -positions, base=config.rope_base, layout="half")
+            dq, dk = apply_rope(np.stack([dq, dk]), -positions, base=config.rope_base,
+                                layout="half")
         dq, dk, dv = (_merge_heads(g) for g in (dq, dk, dv))
         grads[p + "wq"] = _weight_grad(c["x_in"], dq)
         grads[p + "wk"] = _weight_grad(c["x_in"], dk)

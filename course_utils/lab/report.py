@@ -40,15 +40,22 @@ def scheme_style(scheme):
 
 def row_label(experiment, name):
     """The label of a row of ``experiment``: the scheme's name, or a variant's own name."""
+    _row(experiment, name)
     return SCHEME_LABELS.get(name, name)
+
+
+def _row(experiment, name):
+    experiment = _experiment(experiment)
+    if not isinstance(name, str) or name not in experiment.schemes:
+        raise ValueError(f"name must be a row of the experiment {experiment.schemes}, "
+                         f"got {name!r:.60}")
+    return experiment
 
 
 def row_style(experiment, name):
     """Plot keywords for a row of ``experiment``: :func:`scheme_style` for a scheme; for a variant,
     its scheme's colour and marker with a dashed line, hollow markers and the variant's name."""
-    experiment = _experiment(experiment)
-    if name not in experiment.schemes:
-        raise ValueError(f"name must be a row of the experiment {experiment.schemes}, got {name!r}")
+    experiment = _row(experiment, name)
     if name in SCHEMES:
         return scheme_style(name)
     config = experiment.models[name][0]
