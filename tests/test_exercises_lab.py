@@ -53,6 +53,44 @@ def _buckets_by_formula(train_length, num_buckets, max_distance):
     return len(used)
 
 
+def _largest_bucket(train_length, num_buckets, max_distance):
+    return max(_bucket_ids(train_length, num_buckets, max_distance))
+
+
+def _bucket_ids(train_length, num_buckets, max_distance):
+    max_exact = num_buckets // 2
+    ids = []
+    for d in range(train_length):
+        if d < max_exact:
+            ids.append(d)
+        else:
+            ids.append(min(num_buckets - 1, max_exact + int(
+                math.log(d / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact))))
+    return ids
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda length, buckets, distance: len(set(range(min(length, buckets)))),  # distances, uncapped
+    lambda length, buckets, distance: min(length, buckets // 2),  # only the exact buckets
+    lambda length, buckets, distance: len(set(_bucket_ids(length, buckets, distance))) - 1,  # off by one
+    lambda length, buckets, distance: len(set(_bucket_ids(length + 1, buckets, distance))),  # distance L too
+    lambda length, buckets, distance: 16,  # right for the lab's own setting only
+])
+def test_more_wrong_bucket_counts_are_rejected(wrong, capsys):
+    assert check_buckets_reached(wrong) is False
+    assert capsys.readouterr().out.startswith("TRY AGAIN")
+
+
+def test_float32_and_numpy_integer_answers_are_accepted(capsys):
+    assert check_rope_backward(
+        lambda dy, p: _rope_backward_by_pairs(dy.astype(np.float32), p).astype(np.float32)) is True
+    assert check_softmax_backward(
+        lambda a, da: _softmax_backward_by_loop(a.astype(np.float32), da.astype(np.float32))) is True
+    assert check_buckets_reached(
+        lambda length, buckets, distance: np.int32(len(set(_bucket_ids(length, buckets, distance))))) is True
+    assert capsys.readouterr().out.count("PASS") == 3
+
+
 @pytest.mark.parametrize("checker", [check_rope_backward, check_softmax_backward,
                                      check_buckets_reached])
 def test_stub_is_not_attempted(checker, capsys):
@@ -80,6 +118,8 @@ def test_right_answer_passes(checker, answer, capsys):
     (check_buckets_reached, lambda length, buckets, distance: buckets, "not every bucket"),
     (check_buckets_reached, lambda length, buckets, distance: min(length, buckets),
      "count distinct"),
+    (check_buckets_reached, lambda length, buckets, distance: _largest_bucket(length, buckets, distance) + 1,
+     "skip ids"),
 ])
 def test_plausible_wrong_answers_get_hints(checker, wrong, hint, capsys):
     assert checker(wrong) is False

@@ -24,7 +24,10 @@ _ROPE_SHAPE, _ROPE_SEED = (2, 5, 8), 91
 _SOFTMAX_SHAPE, _SOFTMAX_SEED = (3, 6), 92
 
 # Exercise 9.3: (train_length, num_buckets, max_distance) settings to count trained buckets at.
-_BUCKET_SETTINGS = ((16, 32, 128), (16, 16, 16), (64, 32, 128), (512, 32, 128), (40, 8, 20))
+# The last three have logarithmic buckets that skip ids (12 distinct ids up to 14 in the first), so
+# "the largest bucket + 1" is not the count there.
+_BUCKET_SETTINGS = ((16, 32, 128), (16, 16, 16), (64, 32, 128), (512, 32, 128), (40, 8, 20),
+                    (12, 16, 12), (24, 32, 24), (20, 12, 10))
 
 
 def check_rope_backward(func):
@@ -78,11 +81,18 @@ def check_softmax_backward(func):
                  rtol=1e-9, atol=1e-12)
 
 
-def _reached(train_length, num_buckets, max_distance):
+def _buckets(train_length, num_buckets, max_distance):
     distances = np.arange(train_length)
-    buckets = t5_relative_position_bucket(-distances, bidirectional=False,
-                                          num_buckets=num_buckets, max_distance=max_distance)
-    return len(np.unique(buckets))
+    return t5_relative_position_bucket(-distances, bidirectional=False,
+                                       num_buckets=num_buckets, max_distance=max_distance)
+
+
+def _reached(train_length, num_buckets, max_distance):
+    return len(np.unique(_buckets(train_length, num_buckets, max_distance)))
+
+
+def _largest(train_length, num_buckets, max_distance):
+    return int(_buckets(train_length, num_buckets, max_distance).max())
 
 
 def check_buckets_reached(func):
@@ -96,7 +106,11 @@ def check_buckets_reached(func):
     expected = np.array([_reached(*s) for s in _BUCKET_SETTINGS], dtype=np.float64)
     all_buckets = np.array([s[1] for s in _BUCKET_SETTINGS], dtype=np.float64)
     lengths = np.array([min(s[0], s[1]) for s in _BUCKET_SETTINGS], dtype=np.float64)
+    largest_plus_one = np.array([_largest(*s) + 1 for s in _BUCKET_SETTINGS], dtype=np.float64)
     hints = [
+        (largest_plus_one,
+         "the largest bucket + 1 counts ids that no distance reaches: where logarithmic buckets "
+         "are wider than one distance apart they skip ids; count the distinct ids"),
         (all_buckets,
          "not every bucket is reached: a length-L sequence has distances 0 .. L-1 only, and the "
          "larger buckets start far beyond that"),
