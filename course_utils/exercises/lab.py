@@ -14,6 +14,8 @@ from ..attention import softmax
 from ..relative import t5_relative_position_bucket
 from ..rope import apply_rope, rope_rotation_matrix
 from . import answer_of, grade
+from ._dtypes import as_float64
+from ._tolerance import grade_by_precision, is_low_precision
 
 __all__ = ["check_rope_backward", "check_softmax_backward", "check_buckets_reached"]
 
@@ -50,9 +52,9 @@ def check_rope_backward(func):
         (apply_rope(dy, -positions, layout="interleaved"),
          "right idea, wrong channel pairs: the forward pass used layout='half'"),
     ]
-    return grade("Exercise 9.1: the gradient through RoPE",
-                 lambda: answer_of(func, dy.copy(), positions.copy()), expected, hints=hints,
-                 rtol=1e-9, atol=1e-12)
+    return grade_by_precision("Exercise 9.1: the gradient through RoPE",
+                              lambda: _with_precision(answer_of(func, dy.copy(), positions.copy())),
+                              expected, hints=hints)
 
 
 def check_softmax_backward(func):
@@ -76,9 +78,15 @@ def check_softmax_backward(func):
         (dweights - np.sum(weights * dweights, axis=-1, keepdims=True),
          "almost: multiply by the weights a_i as well"),
     ]
-    return grade("Exercise 9.2: the gradient through a softmax",
-                 lambda: answer_of(func, weights.copy(), dweights.copy()), expected, hints=hints,
-                 rtol=1e-9, atol=1e-12)
+    return grade_by_precision("Exercise 9.2: the gradient through a softmax",
+                              lambda: _with_precision(answer_of(func, weights.copy(),
+                                                                dweights.copy())),
+                              expected, hints=hints)
+
+
+def _with_precision(answer):
+    """``(low_precision, float64 array)``: float32 answers are graded at float32 tolerances."""
+    return is_low_precision(answer), as_float64(answer)
 
 
 def _buckets(train_length, num_buckets, max_distance):
