@@ -23,19 +23,35 @@ help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-18s %s\n", $$1, $$2}'
 
-setup: $(STAMP) ## Create .venv (conda/mamba/micromamba with environment.yml if on PATH, else venv) with everything installed
+setup: $(STAMP) ## Create .venv (conda/mamba/micromamba with environment.yml if on PATH, else uv if on PATH, else venv + pip) with everything installed
 
+# uv is much faster than pip. It does not read pip's configuration (pip.conf, PIP_* variables):
+# a PIP_INDEX_URL is passed on to it, other settings go in UV_* variables. `uv venv --seed` puts
+# pip into the environment too, for `make reference` and for readers who use pip later.
 $(STAMP): pyproject.toml constraints.txt environment.yml
 ifneq ($(CONDA),)
-	@echo "Using $(CONDA) with environment.yml"
+	@echo "== make setup: creating $(VENV) with $(CONDA) from environment.yml (pip installs the course inside it)"
 	if [ -d $(VENV)/conda-meta ]; then $(CONDA) env update -p $(VENV) -f environment.yml; \
 	else $(CONDA) env create -y -p $(VENV) -f environment.yml; fi
 else
-	@test -x $(PYTHON) || python3 -m venv $(VENV)
-	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@if command -v uv >/dev/null 2>&1; then \
+	  echo "== make setup: using uv ($$(command -v uv)) to install into $(VENV)"; \
+	  if [ ! -x $(PYTHON) ]; then echo "== creating $(VENV) with python3 (with pip, --seed)"; \
+	    uv venv --quiet --seed --python python3 $(VENV) || exit 1; fi; \
+	  echo "== installing course_utils (editable) with its extras, versions from constraints.txt"; \
+	  uv pip install --quiet --python $(PYTHON) $${PIP_INDEX_URL:+--index-url "$$PIP_INDEX_URL"} \
+	    -c constraints.txt -e '.[dev]' || exit 1; \
+	else \
+	  echo "== make setup: uv not found, using python3 -m venv and pip (slower; install uv to speed this up)"; \
+	  test -x $(PYTHON) || python3 -m venv $(VENV) || exit 1; \
+	  echo "== upgrading pip in $(VENV)"; \
+	  $(PYTHON) -m pip install --quiet --upgrade pip || exit 1; \
+	  echo "== installing course_utils (editable) with its extras, versions from constraints.txt"; \
+	  $(PYTHON) -m pip install --quiet -c constraints.txt -e '.[dev]' || exit 1; \
+	fi
 endif
 	@touch $(STAMP)
+	@echo "== $(VENV) is ready"
 
 reference: $(REF_STAMP) ## Also install the reference implementations the tests compare against (torch, transformers)
 

@@ -5,8 +5,17 @@ than its sources) is served on 127.0.0.1 and every page is loaded in a real brow
 Playwright. The site must work offline: no request may leave the local server. On each page MathJax
 typesets every formula without errors, every image loads, nothing fails or logs an error, and every
 same-site link answers 200. Figure captions and alt text from the notebooks' cell metadata, the
-collapsed exercise solutions, the notebook download and the offline search are checked too.
-Screenshots of the landing page and a notebook page go to ``_build/screenshots/``.
+collapsed solutions ("Show solution"), set-up and check cells, the notebook download and the
+offline search are checked too.
+
+Presentation, on every page: at 1280 px at most 5% of the code cells and printed outputs scroll
+sideways (the column fits the notebooks' 88 characters) and no display equation is clipped; every
+notebook figure shows its smallest text at 9 px or more and has at least 1.5 image pixels per CSS
+pixel (sharp on high-resolution screens); at 390 px (a phone) no page is wider than the screen,
+and no page logs a console error at either width. The site has copy buttons on code, numbered
+figures, links between chapters and to the notation page, a glossary and a bibliography whose
+entries link to the papers. Screenshots of the landing page and a notebook page, at 1280 px and
+at 390 px, go to ``_build/screenshots/``.
 
 Needs Debian's ``chromium`` at /usr/bin/chromium (Playwright's own browser download is not used).
 Without it the test is skipped, except under ``CI=true``, where it fails.
@@ -14,7 +23,9 @@ Without it the test is skipped, except under ``CI=true``, where it fails.
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import json
 import os
 import re
@@ -32,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-SITE_SOURCES = [ROOT / "conf.py", ROOT / "index.md", *NOTEBOOKS]
+SITE_SOURCES = [ROOT / "conf.py", ROOT / "index.md", ROOT / "notation.md", ROOT / "glossary.md",
+                ROOT / "bibliography.md", ROOT / "_static" / "course.css", *NOTEBOOKS]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -40,6 +52,12 @@ CHROMIUM_ARGS = [
 ]
 SEARCH_WORD = "rotary"  # on the landing page, and the subject of notebook 05
 TIMEOUT_MS = 30_000
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+MAX_SCROLLING_SHARE = 0.05  # of the code cells and printed outputs on a page
+MIN_FIGURE_TEXT_PX = 9.0
+MIN_PIXEL_DENSITY = 1.5  # image pixels per CSS pixel as displayed
+PROMPTS = {"solution": "Show solution", "setup": "Show the set-up", "check": "Show the check"}
 
 
 def _require_browser():
@@ -117,10 +135,9 @@ def browser(playwright_api):
 class _Visitor:
     """A browser context that records every request, failure and console error."""
 
-    def __init__(self, browser, base_url, **context_options):
+    def __init__(self, browser, base_url, viewport=None, **context_options):
         self.origin = base_url.rstrip("/")
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                           **context_options)
+        self.context = browser.new_context(viewport=viewport or DESKTOP, **context_options)
         self.context.set_default_timeout(TIMEOUT_MS)
         self.off_host, self.failed, self.errors = [], [], []
         self.context.route("**/*", self._route)
@@ -181,6 +198,7 @@ _PAGE_FACTS = """() => {
       figure: (img.closest('figure') || {id: ''}).id,
       inArticle: body.contains(img)})),
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    articleLinks: [...body.querySelectorAll('a[href]')].map(a => a.href),
     figures: [...body.querySelectorAll('figure')].map(f => ({
       id: f.id,
       caption: (f.querySelector('figcaption') || {textContent: ''}).textContent.trim(),
@@ -189,6 +207,9 @@ _PAGE_FACTS = """() => {
       open: d.open,
       codeVisible: [...d.querySelectorAll('.cell_input pre')].some(p => p.checkVisibility()),
       summary: d.querySelector('summary').innerText.trim()})),
+    copyButtons: document.querySelectorAll('.cell_input button.copybtn').length,
+    captionNumbers: [...body.querySelectorAll('figcaption .caption-number')]
+                      .map(e => e.textContent.trim()),
     downloads: [...document.querySelectorAll('a[href]')].map(a => abs(a.getAttribute('href')))
                   .filter(h => h.includes('/_sources/')),
   };
@@ -202,15 +223,57 @@ def _site_pages(site: Path) -> list[str]:
     )
 
 
+# Layout, measured with every collapsed cell opened (its code must fit too), then closed again.
+_LAYOUT = """() => {
+  const body = document.querySelector('article') || document.body;
+  const closed = [...body.querySelectorAll('details:not([open])')];
+  closed.forEach(d => { d.open = true; });
+  const scrolls = e => e.scrollWidth > e.clientWidth + 1;
+  const label = e => e.textContent.trim().split('\\n')[0].slice(0, 70);
+  const blocks = [...body.querySelectorAll('.cell_input pre, .cell_output pre')]
+                   .filter(e => e.checkVisibility());
+  const bodyRight = body.getBoundingClientRect().right;
+  const equations = [...body.querySelectorAll('mjx-container[display="true"]')];
+  const result = {
+    blocks: blocks.length,
+    scrolling: blocks.filter(scrolls).map(label),
+    clippedEquations: equations.filter(m => scrolls(m)
+        || m.getBoundingClientRect().right > bodyRight + 1)
+        .map(m => (m.closest('.math') || m).textContent.trim().slice(0, 70)),
+    images: [...body.querySelectorAll('img')].map(img => ({
+      src: img.currentSrc || img.src, shown: img.getBoundingClientRect().width,
+      natural: img.naturalWidth})),
+    pageWidth: document.documentElement.scrollWidth,
+    viewport: window.innerWidth,
+  };
+  closed.forEach(d => { d.open = false; });
+  return result;
+}"""
+
+
 @pytest.fixture(scope="module")
 def visits(site, base_url, browser):
-    """Load every page once; return ``{page: facts}`` and the visitor's records."""
+    """Load every page once at 1280 px; return ``{page: facts}`` and the visitor's records."""
     visitor = _Visitor(browser, base_url)
     facts = {}
     try:
         for path in _site_pages(site):
             page = visitor.open(path)
             facts[path] = page.evaluate(_PAGE_FACTS)
+            facts[path]["layout"] = page.evaluate(_LAYOUT)
+        yield facts, visitor
+    finally:
+        visitor.close()
+
+
+@pytest.fixture(scope="module")
+def phone_visits(site, base_url, browser):
+    """Load every page once on a 390 px wide phone screen; return ``{page: layout}``, visitor."""
+    visitor = _Visitor(browser, base_url, viewport=PHONE, is_mobile=True, has_touch=True)
+    facts = {}
+    try:
+        for path in _site_pages(site):
+            facts[path] = visitor.open(path).evaluate(_LAYOUT)
         yield facts, visitor
     finally:
         visitor.close()
@@ -314,18 +377,41 @@ def test_figure_captions_and_alt_text_from_cell_metadata_survive(visits):
                     f"{notebook.name}: figure {fig_id!r} lost its alt text {image['alt']!r}")
 
 
-def test_solutions_tagged_hide_input_are_collapsed(visits):
+def _prompt_of(cell) -> str:
+    return cell["metadata"].get("mystnb", {}).get("code_prompt_show", "Show code cell {type}")
+
+
+def test_folded_cells_are_collapsed_and_say_what_they_hold(visits):
     facts, _ = visits
     for notebook in NOTEBOOKS:
-        tagged = sum("hide-input" in cell["metadata"].get("tags", [])
-                     for cell in _notebook_cells(notebook))
+        tagged = [cell for cell in _notebook_cells(notebook)
+                  if "hide-input" in cell["metadata"].get("tags", [])]
         hidden = facts[_page_name(notebook)]["hidden"]
-        assert len(hidden) == tagged, (
-            f"{notebook.name}: {tagged} cells tagged hide-input but {len(hidden)} collapsed blocks")
-        for block in hidden:
+        assert len(hidden) == len(tagged), (
+            f"{notebook.name}: {len(tagged)} cells tagged hide-input but {len(hidden)} "
+            "collapsed blocks")
+        for cell, block in zip(tagged, hidden, strict=True):
             assert not block["open"] and not block["codeVisible"], (
                 f"{notebook.name}: a hide-input cell's source is shown expanded")
-            assert block["summary"] == "Show code cell source"
+            assert block["summary"] == _prompt_of(cell).replace("{type}", "source"), (
+                f"{notebook.name}: a collapsed cell says {block['summary']!r}")
+            if "".join(cell["source"]).startswith("# Solution to Exercise"):
+                assert block["summary"] == PROMPTS["solution"], (
+                    f"{notebook.name}: a solution's toggle says {block['summary']!r}")
+
+
+def test_solutions_open_with_a_neutral_comment(visits):
+    """A collapsed cell in Jupyter still shows its first line: it must not give the answer."""
+    for notebook in NOTEBOOKS:
+        if notebook.name.startswith("00_"):
+            continue
+        solutions = [cell for cell in _notebook_cells(notebook)
+                     if _prompt_of(cell) == PROMPTS["solution"]]
+        assert solutions, f"{notebook.name}: no solution cells found"
+        for cell in solutions:
+            first = "".join(cell["source"]).splitlines()[0]
+            assert re.fullmatch(r"# Solution to Exercise \d+\.\d+", first), (
+                f"{notebook.name}: a solution starts with {first!r}")
 
 
 def test_every_notebook_can_be_downloaded(visits, base_url):
@@ -429,14 +515,128 @@ def test_code_and_outputs_readable_in_light_and_dark_mode(site, base_url, browse
         assert worst >= 4.5, f"{page_path} in {scheme} mode: {part} text contrast {worst:.2f} < 4.5"
 
 
-def test_screenshots(site, base_url, browser):
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
+def test_screenshots(site, base_url, browser, screen):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     showcase = _showcase_notebook()
-    shots = {"index.png": "index.html", f"{showcase.stem}.png": _page_name(showcase)}
-    visitor = _Visitor(browser, base_url)
+    suffix = "" if screen == "desktop" else "-phone"
+    shots = {f"index{suffix}.png": "index.html",
+             f"{showcase.stem}{suffix}.png": _page_name(showcase)}
+    options = {} if screen == "desktop" else {"viewport": PHONE, "is_mobile": True}
+    visitor = _Visitor(browser, base_url, **options)
     try:
         for name, path in shots.items():
             visitor.open(path).screenshot(path=SCREENSHOTS / name, full_page=True)
             assert (SCREENSHOTS / name).stat().st_size > 10_000
     finally:
         visitor.close()
+
+
+def test_code_and_output_fit_the_column_at_1280px(visits):
+    facts, _ = visits
+    total = scrolling = 0
+    for path, f in facts.items():
+        layout = f["layout"]
+        total += layout["blocks"]
+        scrolling += len(layout["scrolling"])
+        allowed = int(MAX_SCROLLING_SHARE * layout["blocks"])
+        assert len(layout["scrolling"]) <= allowed, (
+            f"{path}: {len(layout['scrolling'])} of {layout['blocks']} code cells and outputs "
+            f"run off the column at 1280 px (at most {allowed}): {layout['scrolling'][:5]}")
+    assert total and scrolling <= MAX_SCROLLING_SHARE * total
+
+
+def test_no_display_equation_is_clipped_at_1280px(visits):
+    facts, _ = visits
+    for path, f in facts.items():
+        assert not f["layout"]["clippedEquations"], (
+            f"{path}: display equations wider than the column at 1280 px (split them): "
+            f"{f['layout']['clippedEquations']}")
+
+
+def _figure_outputs(notebook: Path) -> dict[str, dict]:
+    """``{image file name on the site: output metadata}`` for every PNG the notebook shows.
+
+    MyST-NB names an output image by the SHA-256 of its bytes."""
+    found = {}
+    for cell in _notebook_cells(notebook):
+        for output in cell.get("outputs", []):
+            png = output.get("data", {}).get("image/png")
+            if png:
+                digest = hashlib.sha256(base64.b64decode("".join(png))).hexdigest()
+                found[f"{digest}.png"] = output.get("metadata", {}).get("image/png", {})
+    return found
+
+
+def test_figure_text_is_at_least_9px_and_figures_are_sharp(visits):
+    facts, _ = visits
+    checked = 0
+    for notebook in NOTEBOOKS:
+        outputs = _figure_outputs(notebook)
+        shown = {image["src"].rsplit("/", 1)[-1]: image
+                 for image in facts[_page_name(notebook)]["layout"]["images"]}
+        for name, meta in outputs.items():
+            if name not in shown:
+                continue  # an output removed from the page
+            image = shown[name]
+            assert meta.get("width") and meta.get("smallest_text_px"), (
+                f"{notebook.name}: a figure was not drawn by use_course_style()'s formatter "
+                "(no width or smallest_text_px in its output metadata); re-execute the notebook")
+            text_px = meta["smallest_text_px"] * image["shown"] / meta["width"]
+            assert text_px >= MIN_FIGURE_TEXT_PX, (
+                f"{notebook.name}: figure {name} is shown {image['shown']:.0f} px wide, so its "
+                f"smallest text is {text_px:.1f} px (at least {MIN_FIGURE_TEXT_PX})")
+            density = image["natural"] / image["shown"]
+            assert density >= MIN_PIXEL_DENSITY, (
+                f"{notebook.name}: figure {name} has {density:.2f} image pixels per CSS pixel "
+                f"(at least {MIN_PIXEL_DENSITY} for high-resolution screens)")
+            checked += 1
+    assert checked >= len(NOTEBOOKS), f"only {checked} figures were measured"
+
+
+def test_pages_fit_a_phone_screen(phone_visits):
+    facts, visitor = phone_visits
+    for path, layout in facts.items():
+        assert layout["pageWidth"] <= layout["viewport"], (
+            f"{path}: the page is {layout['pageWidth']} px wide on a {layout['viewport']} px "
+            "phone screen, so it scrolls sideways")
+    assert not visitor.off_host and not visitor.failed, (visitor.off_host, visitor.failed)
+    assert not visitor.errors, f"errors in the browser console on a phone: {visitor.errors}"
+
+
+def test_copy_buttons_and_numbered_figures(visits):
+    facts, _ = visits
+    for notebook in NOTEBOOKS:
+        f = facts[_page_name(notebook)]
+        assert f["copyButtons"] > 0, f"{notebook.name}: no copy buttons on code cells"
+        numbers = f["captionNumbers"]
+        assert numbers == [f"Figure {k}" for k in range(1, len(numbers) + 1)], (
+            f"{notebook.name}: figure numbers {numbers}")
+        if not notebook.name.startswith("00_"):
+            assert len(numbers) == len(f["figures"]), (
+                f"{notebook.name}: {len(f['figures'])} figures but {len(numbers)} numbered")
+
+
+def test_chapters_link_to_each_other_notation_glossary_and_bibliography(visits, base_url):
+    facts, _ = visits
+    for page in ("notation.html", "glossary.html", "bibliography.html"):
+        assert page in facts, f"the site has no {page}"
+        landing = {urldefrag(link).url for link in facts["index.html"]["links"]}
+        assert base_url + page in landing, f"the landing page does not link to {page}"
+    for notebook in NOTEBOOKS:
+        if notebook.name.startswith("00_"):
+            continue
+        links = {urldefrag(link).url for link in facts[_page_name(notebook)]["articleLinks"]}
+        for page in ("notation.html", "bibliography.html"):
+            assert base_url + page in links, f"{notebook.name}: no link to {page}"
+        others = {base_url + _page_name(nb) for nb in NOTEBOOKS if nb != notebook}
+        in_text = {link for link in links if link in others}
+        assert in_text, f"{notebook.name}: its text links to no other chapter"
+    papers = [link for link in facts["bibliography.html"]["links"]
+              if link.startswith(("https://arxiv.org/abs/", "https://doi.org/"))]
+    code = [link for link in facts["bibliography.html"]["links"]
+            if link.startswith("https://github.com/")]
+    assert len(papers) >= 20 and len(code) >= 10, (
+        f"the bibliography links to {len(papers)} papers and {len(code)} code files")
+    glossary = facts["glossary.html"]
+    assert glossary["title"].startswith("Glossary")

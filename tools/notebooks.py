@@ -2,17 +2,52 @@
 
     python tools/notebooks.py execute NOTEBOOK...   # run top to bottom in a fresh kernel, normalise, save
     python tools/notebooks.py normalize NOTEBOOK... # normalise in place
-    python tools/notebooks.py check NOTEBOOK...     # exit 1 if any notebook is not normalised
+    python tools/notebooks.py check NOTEBOOK...     # exit 1 if a notebook is not normalised or
+                                                    # breaks the line length or chapter template
     python tools/notebooks.py determinism NOTEBOOK...  # run each twice (temporary copies), compare
                                                        # outputs, streams joined as nbval joins them
 
 Normalised means: outputs and execution counts kept; volatile metadata (timings, widget state,
 the kernel's exact Python version) dropped; written by nbformat with sorted keys, so diffs stay small.
+Normalising also writes each figure's caption into a markdown cell right after the figure,
+``**Figure k.** <caption>``, tagged ``remove-cell``: Jupyter shows it, the web site (which shows
+the caption from the metadata under the numbered figure) leaves it out.
+
+``check`` also enforces, on every notebook, that code lines and printed lines (streams and
+``text/plain``) are at most 88 characters (LINE_LENGTH), and, on every chapter (notebooks 01 and
+up), the chapter template:
+
+1. Title and intro. The first cell is markdown and starts ``# NN · Title`` (NN = the file's
+   number). It holds ``**Learning objectives.**``, ``**Prerequisites.**``, ``**Time.** About N
+   minutes`` and a link to the notation page, ``(../notation.md)``.
+2. Set-up. The first code cell calls ``use_course_style()``, is tagged ``hide-input`` and has
+   ``{"mystnb": {"code_prompt_show": "Show the set-up"}}`` (folded on the site).
+3. Headings. Level-2 headings (``## ``) are not numbered (no ``## 1.``); the last four are, in
+   this order, ``## Common misconceptions``, ``## Summary``, ``## Exercises``, ``## References``.
+4. Exercises. In the Exercises section each exercise starts a markdown cell with
+   ``**Exercise N.M.**`` (N = chapter number, M = 1, 2, ... in order) and is followed, before the
+   next exercise, by exactly one solution: a code cell tagged ``hide-input`` whose first line is
+   ``# Solution to Exercise N.M`` (a neutral comment, so a collapsed cell in Jupyter shows no
+   answer) with ``{"mystnb": {"code_prompt_show": "Show solution"}}``. No other cell of the
+   section is tagged ``hide-input``.
+5. Check cells. A code cell that only runs checks (it calls ``check_close``/``check_true``,
+   prints nothing but ``PASS`` lines, shows no figure, defines no function, and nothing it
+   assigns is used by a later cell) is tagged ``hide-input`` with
+   ``{"mystnb": {"code_prompt_show": "Show the check"}}``: its PASS lines stay on the page.
+6. Figures. Every figure output has ``mystnb.figure.name`` (``fig-NN-...``) and ``caption`` and
+   ``mystnb.image.alt``; it was drawn by ``use_course_style()``'s formatter (its output metadata
+   has ``width`` and ``smallest_text_px``), and its smallest text is at least 9 px when the
+   figure is shrunk to the site's column (SITE_COLUMN_PX); a markdown cell refers to it as
+   ``[Figure k](#fig-NN-...)`` with its number k (figures are numbered from 1 on each page).
+7. References. The References cell links to the bibliography page, ``(../bibliography.md)``.
+
+Notebook 00 (the set-up check) only has to meet the line length.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures
 import copy
 import difflib
@@ -28,11 +63,50 @@ import nbformat
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 CELL_METADATA_KEPT = ("tags", "jupyter", "mystnb")
 TIMEOUT_SECONDS = 900
+LINE_LENGTH = 88
+SITE_COLUMN_PX = 720  # width of a figure in the site's text column at 1280 px (CSS pixels)
+MIN_TEXT_PX = 9.0
+CAPTION_TAG = "remove-cell"
+PROMPTS = {"setup": "Show the set-up", "check": "Show the check", "solution": "Show solution"}
+CHECKS = {"check_close", "check_true"}
+LAST_SECTIONS = ["Common misconceptions", "Summary", "Exercises", "References"]
+
+
+def _is_caption_cell(cell) -> bool:
+    return (cell.cell_type == "markdown" and CAPTION_TAG in cell.metadata.get("tags", [])
+            and cell.source.startswith("**Figure "))
+
+
+def _figure_meta(cell) -> dict | None:
+    """The ``mystnb.figure`` metadata of a code cell that shows a figure, else None."""
+    if cell.cell_type != "code" or not any(
+            "image/png" in output.get("data", {}) for output in cell.get("outputs", [])):
+        return None
+    return cell.metadata.get("mystnb", {}).get("figure", {})
+
+
+def with_caption_cells(cells: list) -> list:
+    """``cells`` with a caption cell (``**Figure k.** caption``, tagged remove-cell) after each
+    captioned figure, and no stale caption cells."""
+    result, number = [], 0
+    for cell in cells:
+        if _is_caption_cell(cell):
+            continue
+        result.append(cell)
+        meta = _figure_meta(cell)
+        if meta is not None and meta.get("caption"):
+            number += 1
+            result.append(nbformat.v4.new_markdown_cell(
+                f"**Figure {number}.** {meta['caption'].strip()}",
+                id=f"caption-{meta.get('name') or number}"[:64],
+                metadata={"tags": [CAPTION_TAG]}))
+    return result
 
 
 def normalized(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Return a copy of ``nb`` with volatile metadata removed."""
+    """Return a copy of ``nb`` with volatile metadata removed and figure caption cells in place."""
     nb = copy.deepcopy(nb)
+    nb.cells = with_caption_cells(nb.cells)
     nb.metadata = nbformat.from_dict({
         "kernelspec": KERNELSPEC,
         "language_info": {"name": "python", "pygments_lexer": "ipython3"},
@@ -194,6 +268,210 @@ def is_normalized(path: pathlib.Path) -> bool:
     return path.read_text() == _text(normalized(nb))
 
 
+def _output_text(output) -> str:
+    if output.get("output_type") == "stream":
+        return "".join(output.get("text", ""))
+    return "".join(output.get("data", {}).get("text/plain", ""))
+
+
+def line_problems(nb) -> list[str]:
+    """Code or printed lines longer than LINE_LENGTH."""
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for number, line in enumerate(cell.source.splitlines(), 1):
+            if len(line) > LINE_LENGTH:
+                problems.append(f"cell {index}: code line {number} has {len(line)} characters "
+                                f"(at most {LINE_LENGTH})")
+        for output in cell.get("outputs", []):
+            for line in _output_text(output).splitlines():
+                if len(line) > LINE_LENGTH:
+                    problems.append(f"cell {index}: a printed line has {len(line)} characters "
+                                    f"(at most {LINE_LENGTH}): {line[:50]!r}...")
+                    break
+    return problems
+
+
+def _tags(cell) -> list:
+    return cell.metadata.get("tags", [])
+
+
+def _prompt(cell) -> str | None:
+    return cell.metadata.get("mystnb", {}).get("code_prompt_show")
+
+
+def _parsed(source: str):
+    try:
+        return ast.parse(source)
+    except SyntaxError:  # IPython magics: not a check cell
+        return None
+
+
+def _names_used(tree) -> set:
+    return {node.id for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+
+
+def _names_bound(tree) -> set:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+def check_only_cells(cells: list) -> list[int]:
+    """Indices of the code cells that only run checks (rule 5 of the template)."""
+    trees = [_parsed(cell.source) if cell.cell_type == "code" else None for cell in cells]
+    found = []
+    for index, (cell, tree) in enumerate(zip(cells, trees, strict=True)):
+        if tree is None or cell.source.lstrip().startswith("# Solution"):
+            continue
+        calls = {node.func.id for node in ast.walk(tree)
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        defines = any(isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))
+                      for node in ast.walk(tree))
+        outputs = cell.get("outputs", [])
+        lines = "".join(_output_text(o) for o in outputs).splitlines()
+        if (not calls & CHECKS or defines or not lines
+                or any(o.get("output_type") != "stream" for o in outputs)
+                or not all(line.startswith("PASS  ") for line in lines)):
+            continue
+        later = set().union(*(_names_used(t) for t in trees[index + 1:] if t is not None))
+        if not _names_bound(tree) & later:
+            found.append(index)
+    return found
+
+
+def _headings(cell) -> list[str]:
+    return [line[3:].strip() for line in cell.source.splitlines() if line.startswith("## ")]
+
+
+def template_problems(path: pathlib.Path, nb) -> list[str]:
+    """How a chapter notebook departs from the chapter template (see the module docstring)."""
+    match = re.match(r"(\d\d)_", path.name)
+    if not match or int(match.group(1)) == 0:
+        return []
+    number = match.group(1)
+    chapter = str(int(number))
+    cells, problems = nb.cells, []
+    first = cells[0] if cells else None
+    intro = first.source if first is not None and first.cell_type == "markdown" else ""
+    if not re.match(rf"# {number} · \S", intro):
+        problems.append(f"the first cell must start with the title '# {number} · <title>'")
+    for needed, what in ((r"\*\*Learning objectives\.\*\*", "**Learning objectives.**"),
+                         (r"\*\*Prerequisites\.\*\*", "**Prerequisites.**"),
+                         (r"\*\*Time\.\*\* About \d+ minutes", "**Time.** About N minutes"),
+                         (r"\]\(\.\./notation\.md(#[^)]*)?\)", "a link to (../notation.md)")):
+        if not re.search(needed, intro):
+            problems.append(f"the first cell must hold {what}")
+    code = [i for i, cell in enumerate(cells) if cell.cell_type == "code"]
+    if code:
+        setup = cells[code[0]]
+        if ("use_course_style()" not in setup.source or "hide-input" not in _tags(setup)
+                or _prompt(setup) != PROMPTS["setup"]):
+            problems.append(f"cell {code[0]}: the first code cell must call use_course_style(), "
+                            f"be tagged hide-input and have code_prompt_show {PROMPTS['setup']!r}")
+    headings = [(i, h) for i, cell in enumerate(cells) if cell.cell_type == "markdown"
+                for h in _headings(cell)]
+    numbered = [h for _, h in headings if re.match(r"\d+\.\s", h)]
+    if numbered:
+        problems.append(f"level-2 headings must not be numbered: {numbered}")
+    if [h for _, h in headings[-4:]] != LAST_SECTIONS:
+        problems.append(f"the last level-2 headings must be {LAST_SECTIONS}, got "
+                        f"{[h for _, h in headings[-4:]]}")
+    sections = dict((h, i) for i, h in headings)
+    start, end = sections.get("Exercises"), sections.get("References")
+    if start is not None and end is not None:
+        problems += _exercise_problems(cells, start, end, chapter)
+    for index in check_only_cells(cells):
+        cell = cells[index]
+        if "hide-input" not in _tags(cell) or _prompt(cell) != PROMPTS["check"]:
+            problems.append(f"cell {index} only runs checks: tag it hide-input with "
+                            f"code_prompt_show {PROMPTS['check']!r}")
+    problems += _figure_problems(cells)
+    if end is not None and "(../bibliography.md" not in cells[end].source:
+        problems.append("the References cell must link to (../bibliography.md)")
+    return problems
+
+
+def _exercise_problems(cells, start, end, chapter) -> list[str]:
+    problems, expected, current, solutions = [], 1, None, 0
+    for index in range(start, end + 1):
+        cell = cells[index]
+        found = re.findall(r"^\*\*Exercise (\d+)\.(\d+)\.\*\*", cell.source, re.M) \
+            if cell.cell_type == "markdown" else []
+        for chap, number in found:
+            if current is not None and solutions != 1:
+                problems.append(f"Exercise {chapter}.{current} has {solutions} solution cells "
+                                "(one is needed)")
+            if chap != chapter or int(number) != expected:
+                problems.append(f"cell {index}: expected **Exercise {chapter}.{expected}.**, "
+                                f"got **Exercise {chap}.{number}.**")
+            current, solutions, expected = number, 0, int(number) + 1
+        if cell.cell_type != "code":
+            continue
+        first = (cell.source.splitlines() or [""])[0]
+        if "hide-input" in _tags(cell) or first.startswith("# Solution"):
+            solutions += 1
+            wanted = f"# Solution to Exercise {chapter}.{current}"
+            if current is None or first.strip() != wanted:
+                problems.append(f"cell {index}: a solution's first line must be {wanted!r}, "
+                                f"got {first!r}")
+            if "hide-input" not in _tags(cell) or _prompt(cell) != PROMPTS["solution"]:
+                problems.append(f"cell {index}: a solution must be tagged hide-input with "
+                                f"code_prompt_show {PROMPTS['solution']!r}")
+    if current is None:
+        problems.append("the Exercises section has no **Exercise N.M.** paragraph")
+    elif solutions != 1:
+        problems.append(f"Exercise {chapter}.{current} has {solutions} solution cells "
+                        "(one is needed)")
+    return problems
+
+
+def _figure_problems(cells) -> list[str]:
+    problems, number = [], 0
+    prose = "\n".join(cell.source for cell in cells
+                      if cell.cell_type == "markdown" and not _is_caption_cell(cell))
+    for index, cell in enumerate(cells):
+        meta = _figure_meta(cell)
+        if meta is None:
+            continue
+        number += 1
+        name = meta.get("name", "")
+        image = cell.metadata.get("mystnb", {}).get("image", {})
+        if not (name and meta.get("caption") and image.get("alt")):
+            problems.append(f"cell {index}: a figure needs mystnb.figure.name and caption and "
+                            "mystnb.image.alt")
+        elif f"[Figure {number}](#{name})" not in prose:
+            problems.append(f"cell {index}: no markdown cell refers to the figure as "
+                            f"[Figure {number}](#{name})")
+        for output in cell.outputs:
+            if "image/png" not in output.get("data", {}):
+                continue
+            shown = output.get("metadata", {}).get("image/png", {})
+            width, text = shown.get("width"), shown.get("smallest_text_px")
+            if not width:
+                problems.append(f"cell {index}: the figure was not drawn by use_course_style()'s "
+                                "formatter (no width in its output metadata)")
+            elif text is not None and text * min(1.0, SITE_COLUMN_PX / width) < MIN_TEXT_PX:
+                problems.append(
+                    f"cell {index}: figure {name!r} is {width} px wide and its smallest text "
+                    f"{text} px; shrunk to the {SITE_COLUMN_PX} px column that is "
+                    f"{text * min(1.0, SITE_COLUMN_PX / width):.1f} px (at least {MIN_TEXT_PX}): "
+                    "make the figure narrower or its text larger")
+    return problems
+
+
+def problems_of(path: pathlib.Path) -> list[str]:
+    """Everything ``check`` reports for one notebook."""
+    nb = nbformat.read(path, as_version=4)
+    problems = [] if path.read_text() == _text(normalized(nb)) else [
+        "not normalised (run 'make execute' or 'make normalize')"]
+    return problems + line_problems(nb) + template_problems(path, nb)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("execute", "normalize", "check", "determinism"))
@@ -215,12 +493,17 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--jobs must be >= 1")
         return 1 if determinism(args.notebooks, args.jobs) else 0
     else:
-        bad = [p for p in args.notebooks if not is_normalized(p)]
-        for path in bad:
-            print(f"not normalised: {path} (run 'make execute' or 'make normalize')")
+        bad = 0
+        for path in args.notebooks:
+            problems = problems_of(path)
+            bad += bool(problems)
+            for problem in problems:
+                print(f"{path}: {problem}")
         if bad:
+            print(f"{bad} of {len(args.notebooks)} notebooks need changes")
             return 1
-        print(f"{len(args.notebooks)} notebooks normalised")
+        print(f"{len(args.notebooks)} notebooks normalised, within {LINE_LENGTH} characters, "
+              "and chapters follow the template")
     return 0
 
 
