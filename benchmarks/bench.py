@@ -407,9 +407,18 @@ def main(argv=None):
         section("The site", f"`make book` (no execution; the committed outputs): {book}")
     out.append(f"Load average at the end: {load_average()}")
     print(out[-1])
+    out += _kept_sections(args.output)
     args.output.write_text("\n".join(out) + "\n")
     print(f"\nwrote {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
     return 0
+
+
+def _kept_sections(path):
+    """Sections other tools write between ``<!-- name:begin -->`` and ``<!-- name:end -->``
+    (``make portability``, ``make lab-seeds``): kept when the benchmarks are rewritten."""
+    text = path.read_text() if path.is_file() else ""
+    kept = re.findall(r"(<!-- ([a-z-]+):begin -->.*?<!-- \2:end -->)", text, flags=re.S)
+    return ["", *(block for block, _ in kept)] if kept else []
 
 
 if __name__ == "__main__":
