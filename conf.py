@@ -127,6 +127,25 @@ def _copy_mathjax(app, exception) -> None:
     copied.write_bytes(version)
 
 
+def _number_figures_per_page(app, env) -> list[str]:
+    """Number the figures of every page from 1, as the caption cells in the notebooks do.
+
+    Without a numbered toctree Sphinx counts figures across the whole site (the first figure of
+    notebook 01 would be "Figure 2"). This runs after Sphinx has assigned its numbers and keeps
+    their order within each page.
+    """
+    changed = []
+    for docname, numbers in env.toc_fignumbers.items():
+        for figtype, by_id in numbers.items():
+            ordered = sorted(by_id, key=lambda target: by_id[target])
+            renumbered = {target: (index,) for index, target in enumerate(ordered, 1)}
+            if renumbered != by_id:
+                numbers[figtype] = renumbered
+                changed.append(docname)
+    return sorted(set(changed))
+
+
 def setup(app):
     _mathjax_source()  # fail early, before reading any page, if MathJax is missing
     app.connect("build-finished", _copy_mathjax)
+    app.connect("env-get-updated", _number_figures_per_page, priority=900)

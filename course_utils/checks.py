@@ -7,6 +7,7 @@ Each check prints one deterministic line, ``PASS  <name>``, when the claim holds
 from __future__ import annotations
 
 import numbers
+import textwrap
 
 import numpy as np
 
@@ -125,8 +126,8 @@ def check_true(condition, *, name):
 def check_raises(func, exception, *, name, match=None):
     """Check that calling ``func()`` raises ``exception`` (whose message contains ``match``).
 
-    Prints ``PASS  <name>`` followed by the error message, so a notebook shows what a learner
-    would see.
+    Prints ``PASS  <name>`` followed by the error message (wrapped at 88 characters), so a
+    notebook shows what a learner would see.
     """
     name = _require_name(name)
     if not callable(func):
@@ -146,6 +147,9 @@ def check_raises(func, exception, *, name, match=None):
                 f"FAILED {name}: raised {type(exc).__name__} but the message {message!r} "
                 f"does not contain {match!r}"
             ) from exc
-        print(f"PASS  {name}\n      {type(exc).__name__}: {message}")
+        shown = textwrap.fill(f"{type(exc).__name__}: {message}", 88, initial_indent=" " * 6,
+                              subsequent_indent=" " * 8, break_long_words=False,
+                              break_on_hyphens=False)
+        print(f"PASS  {name}\n{shown}")
         return
     raise AssertionError(f"FAILED {name}: no {expected_names} was raised")
