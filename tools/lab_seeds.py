@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAB = ROOT / "notebooks" / "09_lab_length_generalization.ipynb"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 BEGIN, END = "<!-- lab-seeds:begin -->", "<!-- lab-seeds:end -->"
-SEEDS_LINE = re.compile(r"^SEEDS = \(.*\)$", re.M)
+SEEDS_LINE = re.compile(r"^SEEDS = \([^)]*\)", re.M)
 TABLE_TAG = "lab-results-table"  # the cell whose output is the accuracy table
 
 
