@@ -21,11 +21,10 @@ import time
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from results_section import write_section
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAB = ROOT / "notebooks" / "09_lab_length_generalization.ipynb"
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-BEGIN, END = "<!-- lab-seeds:begin -->", "<!-- lab-seeds:end -->"
 SEEDS_LINE = re.compile(r"^SEEDS = \([^)]*\)", re.M)
 TABLE_TAG = "lab-results-table"  # the cell whose output is the accuracy table
 
@@ -68,23 +67,15 @@ def report(single: list[dict], together: dict | None) -> str:
 
 
 def write(single: list[dict], together: dict | None) -> None:
-    text = RESULTS.read_text() if RESULTS.is_file() else "# Benchmark results\n"
     table = ""
     if together and together["table"]:
         table = (f"\n\nThe accuracy tables of the run with seeds {together['seeds']} (mean, and "
                  f"min-max over seeds):\n\n```\n{together['table']}\n```")
-    block = (
-        f"{BEGIN}\n## The lab's checks on every seed\n\n"
+    write_section("lab-seeds", (
+        "## The lab's checks on every seed\n\n"
         "`make lab-seeds` executed `09_lab_length_generalization` in a fresh kernel once per seed "
         "alone (every check must then hold for that seed) and once with all of them.\n\n"
-        f"{report(single, together)}{table}\n{END}"
-    )
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(text)
-    print(f"Written to {RESULTS.relative_to(ROOT)}")
+        f"{report(single, together)}{table}"))
 
 
 def main(argv: list[str] | None = None) -> int:

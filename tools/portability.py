@@ -31,9 +31,9 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+from results_section import write_section
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-BEGIN, END = "<!-- portability:begin -->", "<!-- portability:end -->"
 EMULATION_VARIABLES = ("NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES", "OPENBLAS_CORETYPE",
                        "OPENBLAS_NUM_THREADS", "OPENBLAS_VERBOSE")
 PYTEST_NB = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "nbval_sanitize.cfg",
@@ -137,20 +137,12 @@ def table(results: list[dict]) -> str:
 
 
 def write(results: list[dict], notebooks: list[str]) -> None:
-    text = RESULTS.read_text() if RESULTS.is_file() else "# Benchmark results\n"
-    block = (
-        f"{BEGIN}\n## Portability: every notebook under emulated CPUs\n\n"
+    write_section("portability", (
+        "## Portability: every notebook under emulated CPUs\n\n"
         f"`make portability` ran {len(notebooks)} notebooks under nbval in each configuration "
         f"on this machine ({platform.machine()}, {_cpu_name()}; Python "
         f"{platform.python_version()}, numpy {_version('numpy')}). A configuration passes when "
-        f"every cell's output matches the committed one.\n\n{table(results)}\n{END}"
-    )
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(text)
-    print(f"Written to {RESULTS.relative_to(ROOT)}")
+        f"every cell's output matches the committed one.\n\n{table(results)}"))
 
 
 def _version(package: str) -> str:
