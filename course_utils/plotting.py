@@ -54,6 +54,8 @@ def use_course_style():
 
 def smallest_text_points(fig) -> float | None:
     """The font size in points of the smallest visible, non-empty text in ``fig`` (None if none)."""
+    if not isinstance(fig, mpl.figure.Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     sizes = [text.get_fontsize() for text in fig.findobj(mpl.text.Text)
              if text.get_visible() and text.get_text().strip()]
     return float(min(sizes)) if sizes else None
