@@ -37,7 +37,8 @@ def test_turns_known_values_llama2():
     assert r.shape == (64,)
     assert r[0] == pytest.approx(4096 / (2 * math.pi), rel=1e-14)          # pair 0 turns 1 rad/position
     assert r[63] == pytest.approx(4096 * 1e4 ** (-126 / 128) / (2 * math.pi), rel=1e-12)
-    # YaRN's bound for Llama 2 (d = 128, b = 1e4, L = 4096): pairs 0..45 complete a turn (ramp upper bound 46), 46..63 do not.
+    # YaRN's bound for Llama 2 (d = 128, b = 1e4, L = 4096): pairs 0..45 complete a turn
+    # (ramp upper bound 46), 46..63 do not.
     assert int(np.sum(r >= 1)) == 46
 
 
