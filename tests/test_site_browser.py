@@ -30,6 +30,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -94,6 +95,15 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A browser may close a connection before a file is sent (a cancelled prefetch): not
+        # an error of the site. Anything else is reported as usual.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 @pytest.fixture(scope="module")
 def playwright_api():
     return _require_browser()
@@ -109,7 +119,7 @@ def site(playwright_api) -> Path:
 @pytest.fixture(scope="module")
 def base_url(site):
     handler = functools.partial(_QuietHandler, directory=str(site))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
