@@ -14,8 +14,7 @@ from ..attention import softmax
 from ..relative import t5_relative_position_bucket
 from ..rope import apply_rope, rope_rotation_matrix
 from . import answer_of, grade
-from ._dtypes import as_float64
-from ._tolerance import grade_by_precision, is_low_precision
+from ._dtypes import as_float64, grade_by_precision, is_low_precision
 
 __all__ = ["check_rope_backward", "check_softmax_backward", "check_buckets_reached"]
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _validate as val
 from . import answer_of, grade
-from ._tolerance import flatten_answers, grade_by_precision
+from ._dtypes import flatten_answers, grade_by_precision
 
 __all__ = ["check_permutation_matrix", "check_position_from_output", "check_causal_swap"]
 

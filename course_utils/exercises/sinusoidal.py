@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _validate as val
 from . import answer_of, grade
-from ._tolerance import flatten_answers, grade_by_precision
+from ._dtypes import flatten_answers, grade_by_precision
 
 __all__ = ["check_wavelengths", "check_shift_encoding", "check_concat_to_interleaved"]
 
