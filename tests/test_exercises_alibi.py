@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from exercise_stubs import stub_function
+from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.alibi import check_bias_row, check_entropy_function, check_slopes
 
@@ -19,33 +19,33 @@ from course_utils.exercises.alibi import check_bias_row, check_entropy_function,
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
     assert checker(stub) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
 
 
 def test_slopes(capsys):
     # get_slopes(6): the 4-head slopes 2^-2, 2^-4, 2^-6, 2^-8, then 2^-1, 2^-3 from the 8-head list
     assert check_slopes(2.0 ** -np.array([2, 4, 6, 8, 1, 3])) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_slopes(2.0 ** (-8 * np.arange(1, 7) / 6)) is False
-    assert "power of two" in " ".join(capsys.readouterr().out.split())
+    assert "power of two" in printed(capsys)
     assert check_slopes(2.0 ** -np.arange(1, 7)) is False
-    assert "8-head sequence" in " ".join(capsys.readouterr().out.split())
+    assert "8-head sequence" in printed(capsys)
     assert check_slopes(2.0 ** -np.array([1, 2, 3, 4, 6, 8])) is False
-    assert "wrong order" in " ".join(capsys.readouterr().out.split())
+    assert "wrong order" in printed(capsys)
 
 
 def test_bias_row(capsys):
     # slope 1/2, query i = 4, keys j = 0..5: -(4 - j)/2, and -inf for j = 5
     assert check_bias_row([-2.0, -1.5, -1.0, -0.5, 0.0, -np.inf]) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_bias_row([0.0, 0.5, 1.0, 1.5, 2.0, -np.inf]) is False
-    assert "BLOOM" in " ".join(capsys.readouterr().out.split())
+    assert "BLOOM" in printed(capsys)
     assert check_bias_row([2.0, 1.5, 1.0, 0.5, 0.0, np.inf]) is False
-    assert "penalty" in " ".join(capsys.readouterr().out.split())
+    assert "penalty" in printed(capsys)
     assert check_bias_row([-2.0, -1.5, -1.0, -0.5, 0.0, -0.5]) is False
-    assert "symmetric" in " ".join(capsys.readouterr().out.split())
+    assert "symmetric" in printed(capsys)
     assert check_bias_row([-2.0, -1.5, -1.0, -0.5, 0.0, 0.5]) is False
-    assert "TRY AGAIN" in " ".join(capsys.readouterr().out.split())
+    assert "TRY AGAIN" in printed(capsys)
 
 
 def _entropy_loop(weights):
@@ -57,29 +57,29 @@ def _entropy_loop(weights):
 
 def test_entropy_function(capsys):
     assert check_entropy_function(_entropy_loop) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
     def naive(weights):
         with np.errstate(divide="ignore", invalid="ignore"):
             return -np.sum(weights * np.log(weights), axis=-1)
 
     assert check_entropy_function(naive) is False
-    assert "NaN" in " ".join(capsys.readouterr().out.split())
+    assert "NaN" in printed(capsys)
 
     def in_bits(weights):
         return _entropy_loop(weights) / math.log(2)
 
     assert check_entropy_function(in_bits) is False
-    assert "bits" in " ".join(capsys.readouterr().out.split())
+    assert "bits" in printed(capsys)
     assert check_entropy_function(lambda weights: -_entropy_loop(weights)) is False
-    assert "sign" in " ".join(capsys.readouterr().out.split())
+    assert "sign" in printed(capsys)
 
 
 def test_slopes_float32_and_torch_pass(torch, capsys):
     right = 2.0 ** -np.array([2.0, 4, 6, 8, 1, 3])
     assert check_slopes(right.astype(np.float32)) is True
     assert check_slopes(torch.tensor(right, dtype=torch.float32)) is True
-    assert " ".join(capsys.readouterr().out.split()).count("PASS") == 2
+    assert printed(capsys).count("PASS") == 2
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -92,14 +92,14 @@ def test_slopes_float32_and_torch_pass(torch, capsys):
 ])
 def test_slopes_more_wrong_answers(wrong, hint, capsys):
     assert check_slopes(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
 def test_bias_row_float32_passes(capsys):
     right = np.array([-2.0, -1.5, -1.0, -0.5, 0.0, -np.inf], dtype=np.float32)
     assert check_bias_row(right) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -111,7 +111,7 @@ def test_bias_row_float32_passes(capsys):
 ])
 def test_bias_row_more_wrong_answers(wrong, hint, capsys):
     assert check_bias_row(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
@@ -120,7 +120,7 @@ def test_entropy_with_an_epsilon_in_the_log_passes(eps, capsys):
     def with_epsilon(weights):
         return -np.sum(weights * np.log(weights + eps), axis=-1)
     assert check_entropy_function(with_epsilon) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 def test_entropy_float32_and_torch_pass(torch, capsys):
@@ -130,7 +130,7 @@ def test_entropy_float32_and_torch_pass(torch, capsys):
         p = torch.from_numpy(weights).float()
         return -(torch.special.xlogy(p, p)).sum(dim=-1)
     assert check_entropy_function(in_torch) is True
-    assert " ".join(capsys.readouterr().out.split()).count("PASS") == 2
+    assert printed(capsys).count("PASS") == 2
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -142,5 +142,5 @@ def test_entropy_float32_and_torch_pass(torch, capsys):
 ])
 def test_entropy_more_wrong_answers(wrong, hint, capsys):
     assert check_entropy_function(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from exercise_stubs import stub_function
+from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.learned import (
     check_length_keeping_every_row,
@@ -36,13 +36,13 @@ def _loop_position_ids(input_ids, past_length, padding_idx):
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
     assert checker(stub) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
 
 
 def test_roberta_parameters(capsys):
     # roberta-base config.json: max_position_embeddings 514, hidden_size 768
     assert check_roberta_table_parameters(514 * 768) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_roberta_table_parameters(np.int64(514 * 768)) is True
 
 
@@ -56,7 +56,7 @@ def test_roberta_parameters(capsys):
 ])
 def test_roberta_parameters_wrong(wrong, hint, capsys):
     assert check_roberta_table_parameters(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -70,7 +70,7 @@ def test_length_keeping_every_row(capsys):
     smallest = next(n for n in range(513, 2048) if _keeps_every_row(512, n))
     assert smallest == 1023
     assert check_length_keeping_every_row(smallest) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -84,13 +84,13 @@ def test_length_keeping_every_row(capsys):
 ])
 def test_length_keeping_every_row_wrong(wrong, hint, capsys):
     assert check_length_keeping_every_row(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
 def test_position_ids_with_cache(capsys):
     assert check_position_ids_with_cache(_loop_position_ids) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_position_ids_with_cache(
         lambda ids, past, pad: _loop_position_ids(ids, past, pad).astype(np.float32)) is True
 
@@ -101,7 +101,7 @@ def test_position_ids_with_cache_torch(torch, capsys):
         return (torch.cumsum(mask, dim=1) + past) * mask + pad
 
     assert check_position_ids_with_cache(in_torch) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 def _hard_coded_pad(ids, past, pad):
@@ -124,7 +124,7 @@ def _hard_coded_pad(ids, past, pad):
 ])
 def test_position_ids_with_cache_wrong(wrong, hint, capsys):
     assert check_position_ids_with_cache(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN")
     assert hint in out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from exercise_stubs import stub_function
+from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.multimodal import (
     check_channel_axes,
@@ -17,7 +17,7 @@ from course_utils.exercises.multimodal import (
 @pytest.mark.parametrize("checker", [check_text_image_ids, check_channel_axes, check_resize_14_to_24])
 def test_stub_is_not_attempted(checker, capsys):
     assert checker(stub_function) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
 
 
 def _ids_by_loop(n_before, h, w, n_after, *, dtype=np.int64, resume_offset=1, swap=False):
@@ -39,19 +39,19 @@ def _ids_by_loop(n_before, h, w, n_after, *, dtype=np.int64, resume_offset=1, sw
 
 def test_text_image_ids(capsys):
     assert check_text_image_ids(_ids_by_loop) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_text_image_ids(lambda *a: _ids_by_loop(*a, dtype=np.float32)) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_text_image_ids(lambda *a: _ids_by_loop(*a, resume_offset=0)) is False
-    assert "off by one" in " ".join(capsys.readouterr().out.split())
+    assert "off by one" in printed(capsys)
     assert check_text_image_ids(lambda *a: _ids_by_loop(*a, swap=True)) is False
-    assert "swapped" in " ".join(capsys.readouterr().out.split())
+    assert "swapped" in printed(capsys)
 
     def one_d(n_before, h, w, n_after):
         return np.tile(np.arange(n_before + h * w + n_after), (3, 1))
 
     assert check_text_image_ids(one_d) is False
-    assert "1-D positions" in " ".join(capsys.readouterr().out.split())
+    assert "1-D positions" in printed(capsys)
 
     def by_count(n_before, h, w, n_after):
         ids = _ids_by_loop(n_before, h, w, n_after)
@@ -59,11 +59,11 @@ def test_text_image_ids(capsys):
         return ids
 
     assert check_text_image_ids(by_count) is False
-    assert "number of tokens" in " ".join(capsys.readouterr().out.split())
+    assert "number of tokens" in printed(capsys)
     # typed in for the first layout only
     first = _ids_by_loop(3, 2, 3, 2)
     assert check_text_image_ids(lambda *a: first) is False
-    assert "should have shape" in " ".join(capsys.readouterr().out.split())
+    assert "should have shape" in printed(capsys)
 
 
 def _axes_by_loop(head_dim, section, *, dtype=np.int64):
@@ -75,15 +75,15 @@ def _axes_by_loop(head_dim, section, *, dtype=np.int64):
 
 def test_channel_axes(capsys):
     assert check_channel_axes(_axes_by_loop) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_channel_axes(lambda d, s: _axes_by_loop(d, s, dtype=np.float32)) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_channel_axes(lambda d, s: np.repeat(_axes_by_loop(d, s)[: d // 2], 2)) is False
-    assert "half layout" in " ".join(capsys.readouterr().out.split())
+    assert "half layout" in printed(capsys)
     assert check_channel_axes(lambda d, s: np.repeat(np.arange(3), 2 * np.asarray(s))) is False
-    assert "counts pairs" in " ".join(capsys.readouterr().out.split())
+    assert "counts pairs" in printed(capsys)
     assert check_channel_axes(lambda d, s: np.repeat(np.arange(3), s)) is False
-    assert "should have shape" in " ".join(capsys.readouterr().out.split())
+    assert "should have shape" in printed(capsys)
 
     def qwen3(head_dim, section):
         pairs = np.zeros(head_dim // 2, dtype=int)
@@ -91,9 +91,9 @@ def test_channel_axes(capsys):
         return np.tile(pairs, 2)
 
     assert check_channel_axes(qwen3) is False
-    assert "Qwen3-VL" in " ".join(capsys.readouterr().out.split())
+    assert "Qwen3-VL" in printed(capsys)
     assert check_channel_axes(lambda d, s: _axes_by_loop(d, s)[: d // 2]) is False
-    assert "should have shape" in " ".join(capsys.readouterr().out.split())
+    assert "should have shape" in printed(capsys)
     qwen2 = _axes_by_loop(128, (16, 24, 24))
     assert check_channel_axes(lambda d, s: qwen2) is False
 
@@ -122,13 +122,13 @@ def _resize_by_loop(table, *, a=-0.75, dtype=np.float64, old=14, new=24):
 
 def test_resize(capsys):
     assert check_resize_14_to_24(_resize_by_loop) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_resize_14_to_24(lambda t: _resize_by_loop(t, dtype=np.float32)) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_resize_14_to_24(lambda t: _resize_by_loop(t, a=-0.5)) is False
-    assert "a = -0.75" in " ".join(capsys.readouterr().out.split())
+    assert "a = -0.75" in printed(capsys)
     assert check_resize_14_to_24(lambda t: _resize_by_loop(t)[1:]) is False
-    assert "class token" in " ".join(capsys.readouterr().out.split())
+    assert "class token" in printed(capsys)
 
     def corners(table):
         src = np.arange(24) * 13 / 23
@@ -137,4 +137,4 @@ def test_resize(capsys):
         return np.concatenate([table[:1], np.einsum("ah,hwd,bw->abd", rows, grid, rows).reshape(576, -1)])
 
     assert check_resize_14_to_24(corners) is False
-    assert "TRY AGAIN" in " ".join(capsys.readouterr().out.split())
+    assert "TRY AGAIN" in printed(capsys)

@@ -5,7 +5,7 @@ not from the checkers."""
 
 import numpy as np
 import pytest
-from exercise_stubs import stub_function
+from exercise_stubs import printed, stub_function
 
 from course_utils.attention import scaled_dot_product_attention
 from course_utils.exercises.position_problem import (
@@ -26,12 +26,12 @@ def _right_permutation(order):
 
 def test_permutation_matrix_stub_and_right(capsys):
     assert check_permutation_matrix(..., ORDER) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
     right = _right_permutation(ORDER)
     x = np.arange(12.0).reshape(4, 3)
     assert np.array_equal(right @ x, x[ORDER])
     assert check_permutation_matrix(right, ORDER) is True
-    assert " ".join(capsys.readouterr().out.split()).startswith("PASS")
+    assert printed(capsys).startswith("PASS")
     assert check_permutation_matrix(right.astype(np.float32), ORDER) is True
     assert check_permutation_matrix(right.astype(int).tolist(), ORDER) is True
 
@@ -48,7 +48,7 @@ def test_permutation_matrix_stub_and_right(capsys):
 ])
 def test_permutation_matrix_wrong(wrong, hint, capsys):
     assert check_permutation_matrix(wrong, ORDER) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -59,18 +59,18 @@ def test_permutation_matrix_rejects_a_non_permutation():
 
 def test_position_from_output_stub_and_right(capsys):
     assert check_position_from_output(stub_function) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
     assert check_position_from_output(lambda o: 1.0 / o - 1.0) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_position_from_output(lambda o: (1.0 - o) / o) is True
     # the same answer computed in float32: a few float32 roundings away from float64
     assert check_position_from_output(lambda o: 1 / o.astype(np.float32) - np.float32(1)) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 def test_position_from_output_accepts_torch_float32(torch, capsys):
     assert check_position_from_output(lambda o: 1 / torch.from_numpy(o).float() - 1) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -86,7 +86,7 @@ def test_position_from_output_accepts_torch_float32(torch, capsys):
 ])
 def test_position_from_output_wrong(wrong, hint, capsys):
     assert check_position_from_output(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -95,7 +95,7 @@ def test_position_from_output_reports_a_crash_without_raising(capsys):
         return o.not_a_method()
 
     assert check_position_from_output(broken) is False
-    assert "raised AttributeError" in " ".join(capsys.readouterr().out.split())
+    assert "raised AttributeError" in printed(capsys)
 
 
 def _changed_positions_by_attention(n, i, j, seed=0):
@@ -112,11 +112,11 @@ def _changed_positions_by_attention(n, i, j, seed=0):
 
 def test_causal_swap_stub_and_right(capsys):
     assert check_causal_swap(...) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
     right = [False, False, True, True, True, False]
     assert np.array_equal(_changed_positions_by_attention(6, 2, 4), right)
     assert check_causal_swap(right) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_causal_swap(np.array(right)) is True
 
 
@@ -132,7 +132,7 @@ def test_causal_swap_stub_and_right(capsys):
 ])
 def test_causal_swap_wrong(wrong, hint, capsys):
     assert check_causal_swap(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from exercise_stubs import stub_function
+from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.practice import (
     NEXT_POSITION_MASK,
@@ -22,7 +22,7 @@ from course_utils.exercises.practice import (
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
     assert checker(stub) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
 
 
 @pytest.mark.parametrize("pad_value", [0, 1, 99])
@@ -30,7 +30,7 @@ def test_position_ids_right_whatever_the_pads_get(pad_value, capsys):
     def answer(mask):
         return np.where(mask == 1, np.cumsum(mask, axis=-1) - 1, pad_value)
     assert check_position_ids(answer) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -40,7 +40,7 @@ def test_position_ids_right_whatever_the_pads_get(pad_value, capsys):
 ])
 def test_position_ids_wrong(wrong, hint, capsys):
     assert check_position_ids(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
@@ -48,7 +48,7 @@ def test_packed_position_ids(capsys):
     def answer(lengths):
         return np.concatenate([np.arange(n) for n in lengths])
     assert check_packed_position_ids(answer) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -57,7 +57,7 @@ def test_packed_position_ids(capsys):
 ])
 def test_packed_position_ids_wrong(wrong, hint, capsys):
     assert check_packed_position_ids(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
@@ -65,7 +65,7 @@ def test_next_positions(capsys):
     # Each row's new token follows its real tokens: rows with 3, 6 and 5 real tokens.
     assert NEXT_POSITION_MASK.sum(axis=-1).tolist() == [3, 6, 5]
     assert check_next_positions([3, 6, 5]) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -75,7 +75,7 @@ def test_next_positions(capsys):
 ])
 def test_next_positions_wrong(wrong, hint, capsys):
     assert check_next_positions(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
@@ -84,7 +84,7 @@ def test_position_ids_float32_and_torch_pass(torch, capsys):
         lambda m: (np.cumsum(m, axis=-1) - 1).astype(np.float32)) is True
     assert check_position_ids(
         lambda m: torch.from_numpy(m).cumsum(dim=-1) - 1) is True
-    assert " ".join(capsys.readouterr().out.split()).count("PASS") == 2
+    assert printed(capsys).count("PASS") == 2
 
 
 def _minus_pads(mask):
@@ -101,7 +101,7 @@ def _minus_pads(mask):
 ])
 def test_position_ids_more_wrong_answers(wrong, hint, capsys):
     assert check_position_ids(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
@@ -115,7 +115,7 @@ def test_minus_pads_is_right_for_left_padding():
 def test_packed_position_ids_float32_passes(capsys):
     assert check_packed_position_ids(
         lambda lengths: np.concatenate([np.arange(n) for n in lengths]).astype(np.float32))
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -127,7 +127,7 @@ def test_packed_position_ids_float32_passes(capsys):
 ])
 def test_packed_position_ids_more_wrong_answers(wrong, hint, capsys):
     assert check_packed_position_ids(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
@@ -137,10 +137,10 @@ def test_packed_position_ids_more_wrong_answers(wrong, hint, capsys):
 ])
 def test_next_positions_more_wrong_answers(wrong, hint, capsys):
     assert check_next_positions(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
 def test_next_positions_float32_passes(capsys):
     assert check_next_positions(np.array([3, 6, 5], dtype=np.float32)) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)

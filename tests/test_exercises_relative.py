@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from exercise_stubs import stub_function
+from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.relative import (
     check_causal_saturation,
@@ -33,7 +33,7 @@ def _loop_step_bias(table, step):
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
     assert checker(stub) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
 
 
 def _bucket_by_formula(distance, half, max_distance=128):
@@ -51,7 +51,7 @@ def test_offset_bucket(capsys):
     # 8 + floor(ln(20/8) / ln(16) * 8) = 8 + floor(2.64) = 10 (bidirectional: 16 buckets a side)
     assert _bucket_by_formula(20, 16) == 10
     assert check_offset_bucket(10) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_offset_bucket(np.int64(10)) is True
 
 
@@ -65,7 +65,7 @@ def test_offset_bucket(capsys):
 ])
 def test_offset_bucket_wrong(wrong, hint, capsys):
     assert check_offset_bucket(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -74,7 +74,7 @@ def test_causal_saturation(capsys):
     first = next(n for n in range(1, 300) if _bucket_by_formula(n, 32) == 31)
     assert first == 113
     assert check_causal_saturation(first) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -88,7 +88,7 @@ def test_causal_saturation(capsys):
 ])
 def test_causal_saturation_wrong(wrong, hint, capsys):
     assert check_causal_saturation(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -96,13 +96,13 @@ def test_causal_saturation_other_max_distance(capsys):
     first = next(n for n in range(1, 600) if _bucket_by_formula(n, 32, 256) == 31)
     assert first == 216  # ceil(16 * 16 ** (15 / 16)) = ceil(215.27)
     assert check_causal_saturation(first, max_distance=256) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_causal_saturation(113, max_distance=256) is False
-    assert "max_distance = 128" in " ".join(capsys.readouterr().out.split())
+    assert "max_distance = 128" in printed(capsys)
     assert check_causal_saturation(256, max_distance=256) is False
-    assert "cap" in " ".join(capsys.readouterr().out.split())
+    assert "cap" in printed(capsys)
     assert check_causal_saturation(215, max_distance=256) is False
-    assert "round up" in " ".join(capsys.readouterr().out.split())
+    assert "round up" in printed(capsys)
     with pytest.raises(ValueError, match="max_distance"):
         check_causal_saturation(1, max_distance=8)
 
@@ -131,7 +131,7 @@ def _loop_step_bias_by_formula(table, step):
 
 def test_decoder_step_bias(capsys):
     assert check_decoder_step_bias(_loop_step_bias) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_decoder_step_bias(_loop_step_bias_by_formula) is True
     assert check_decoder_step_bias(
         lambda table, step: _loop_step_bias(table, step).astype(np.float32)) is True
@@ -140,7 +140,7 @@ def test_decoder_step_bias(capsys):
 def test_decoder_step_bias_torch(torch, capsys):
     assert check_decoder_step_bias(
         lambda table, step: torch.tensor(_loop_step_bias(table, step), dtype=torch.float32)) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -161,6 +161,6 @@ def test_decoder_step_bias_torch(torch, capsys):
 ])
 def test_decoder_step_bias_wrong(wrong, hint, capsys):
     assert check_decoder_step_bias(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out
     assert hint in out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from exercise_stubs import stub_function
+from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.rope import (
     check_angles,
@@ -38,32 +38,32 @@ def _conversion_script_permute(weight, n_heads):
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
     assert checker(stub) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
 
 
 def test_angles(capsys):
     i = np.arange(8)
     assert check_angles(100 * 10000.0 ** (-2 * i / 16)) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_angles(100 * 10000.0 ** (-i / 16)) is False
-    assert "2i/d" in " ".join(capsys.readouterr().out.split())
+    assert "2i/d" in printed(capsys)
     assert check_angles(np.degrees(100 * 10000.0 ** (-2 * i / 16))) is False
-    assert "radians" in " ".join(capsys.readouterr().out.split())
+    assert "radians" in printed(capsys)
     assert check_angles(100 * 10000.0 ** (2 * i / 16)) is False
-    assert "shrinks" in " ".join(capsys.readouterr().out.split())
+    assert "shrinks" in printed(capsys)
 
 
 def test_half_layout_weight(capsys):
     assert check_half_layout_weight(_half_layout_by_loop) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_half_layout_weight(_conversion_script_permute) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
     def whole_matrix(weight, n_heads):
         return np.concatenate([weight[0::2], weight[1::2]])
 
     assert check_half_layout_weight(whole_matrix) is False
-    assert "within each head" in " ".join(capsys.readouterr().out.split())
+    assert "within each head" in printed(capsys)
 
     def inverse(weight, n_heads):
         # half -> interleaved: row 2i takes row i, row 2i+1 takes row i + head_dim/2
@@ -76,21 +76,21 @@ def test_half_layout_weight(capsys):
         return out
 
     assert check_half_layout_weight(inverse) is False
-    assert "inverse permutation" in " ".join(capsys.readouterr().out.split())
+    assert "inverse permutation" in printed(capsys)
     assert check_half_layout_weight(lambda weight, n_heads: weight) is False
-    assert "unchanged" in " ".join(capsys.readouterr().out.split())
+    assert "unchanged" in printed(capsys)
 
 
 def test_bfloat16_spacing(capsys):
     # 40000 is in [2^15, 2^16); bfloat16 has 8 significant bits: gap 2^(15-7) = 256
     assert check_bfloat16_spacing(256) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_bfloat16_spacing(128) is False
-    assert "implicit leading 1" in " ".join(capsys.readouterr().out.split())
+    assert "implicit leading 1" in printed(capsys)
     assert check_bfloat16_spacing(32) is False
-    assert "float16" in " ".join(capsys.readouterr().out.split())
+    assert "float16" in printed(capsys)
     assert check_bfloat16_spacing(512) is False
-    assert "k = 15" in " ".join(capsys.readouterr().out.split())
+    assert "k = 15" in printed(capsys)
 
 
 def test_bfloat16_spacing_agrees_with_torch(torch):
@@ -108,7 +108,7 @@ def test_angles_float32_and_torch_answers_pass(torch, capsys):
     assert check_angles(_angles(np.float32)) is True
     assert check_angles(torch.tensor(_angles(), dtype=torch.float32)) is True
     assert check_angles(list(_angles())) is True
-    assert " ".join(capsys.readouterr().out.split()).count("PASS") == 3
+    assert printed(capsys).count("PASS") == 3
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -121,7 +121,7 @@ def test_angles_float32_and_torch_answers_pass(torch, capsys):
 ])
 def test_angles_wrong(wrong, hint, capsys):
     assert check_angles(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
@@ -130,7 +130,7 @@ def test_half_layout_weight_float32_and_torch(torch, capsys):
         lambda w, h: _half_layout_by_loop(w, h).astype(np.float32)) is True
     assert check_half_layout_weight(
         lambda w, h: torch.from_numpy(_conversion_script_permute(w, h)).float()) is True
-    assert " ".join(capsys.readouterr().out.split()).count("PASS") == 2
+    assert printed(capsys).count("PASS") == 2
 
 
 def _hard_coded_head_dim(weight, n_heads):
@@ -154,7 +154,7 @@ def _odd_first(weight, n_heads):
 ])
 def test_half_layout_weight_more_wrong_answers(wrong, hint, capsys):
     assert check_half_layout_weight(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
@@ -167,6 +167,6 @@ def test_hard_coded_head_dim_is_right_on_the_first_shape_only():
 
 def test_bfloat16_spacing_float32_and_relative_gap(capsys):
     assert check_bfloat16_spacing(np.float32(256)) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_bfloat16_spacing(2.0 ** -7) is False
-    assert "relative gap" in " ".join(capsys.readouterr().out.split())
+    assert "relative gap" in printed(capsys)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from exercise_stubs import stub_function
+from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.scaling import (
     check_full_turn_count,
@@ -23,7 +23,7 @@ from course_utils.exercises.scaling import (
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
     assert checker(stub) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
 
 
 def test_full_turn_count(capsys):
@@ -31,7 +31,7 @@ def test_full_turn_count(capsys):
     right = math.floor(64 * math.log(32768 / (2 * math.pi)) / math.log(1e6)) + 1
     assert right == 40
     assert check_full_turn_count(right) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -42,7 +42,7 @@ def test_full_turn_count(capsys):
 ])
 def test_full_turn_count_wrong(wrong, hint, capsys):
     assert check_full_turn_count(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
@@ -52,7 +52,7 @@ def _ramp(r, alpha, beta):
 
 def test_paper_ramp(capsys):
     assert check_paper_ramp(_ramp) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -64,7 +64,7 @@ def test_paper_ramp(capsys):
 ])
 def test_paper_ramp_wrong(wrong, hint, capsys):
     assert check_paper_ramp(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
@@ -79,7 +79,7 @@ def _llama3(omega, factor, L, lf, hf):
 
 def test_llama3_frequencies(capsys):
     assert check_llama3_frequencies(_llama3) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 def _reversed_blend(omega, factor, L, lf, hf):
@@ -96,14 +96,14 @@ def _reversed_blend(omega, factor, L, lf, hf):
 ])
 def test_llama3_frequencies_wrong(wrong, hint, capsys):
     assert check_llama3_frequencies(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
 def test_full_turn_count_float_and_numpy_int_pass(capsys):
     assert check_full_turn_count(np.int64(40)) is True
     assert check_full_turn_count(40.0) is True
-    assert " ".join(capsys.readouterr().out.split()).count("PASS") == 2
+    assert printed(capsys).count("PASS") == 2
 
 
 def test_paper_ramp_float32_and_torch_pass(torch, capsys):
@@ -112,7 +112,7 @@ def test_paper_ramp_float32_and_torch_pass(torch, capsys):
     def in_torch(r, alpha, beta):
         return torch.clamp((torch.from_numpy(r) - alpha) / (beta - alpha), 0.0, 1.0).float()
     assert check_paper_ramp(in_torch) is True
-    assert " ".join(capsys.readouterr().out.split()).count("PASS") == 2
+    assert printed(capsys).count("PASS") == 2
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -123,14 +123,14 @@ def test_paper_ramp_float32_and_torch_pass(torch, capsys):
 ])
 def test_paper_ramp_more_wrong_answers(wrong, hint, capsys):
     assert check_paper_ramp(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
 def test_llama3_frequencies_float32_and_torch_pass(torch, capsys):
     assert check_llama3_frequencies(lambda *a: _llama3(*a).astype(np.float32)) is True
     assert check_llama3_frequencies(lambda *a: torch.from_numpy(_llama3(*a)).float()) is True
-    assert " ".join(capsys.readouterr().out.split()).count("PASS") == 2
+    assert printed(capsys).count("PASS") == 2
 
 
 def _llama31_typed_in(omega, factor, L, lf, hf):
@@ -157,7 +157,7 @@ def _off_by_band_edge(omega, factor, L, lf, hf):
 ])
 def test_llama3_frequencies_more_wrong_answers(wrong, hint, capsys):
     assert check_llama3_frequencies(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from exercise_stubs import stub_function
+from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.sinusoidal import (
     check_concat_to_interleaved,
@@ -21,10 +21,10 @@ def _wavelengths(d):
 
 def test_wavelengths_stub_and_right(capsys):
     assert check_wavelengths(...) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
     right = _wavelengths(128)
     assert check_wavelengths(right) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_wavelengths(right.astype(np.float32)) is True
     theta32 = np.float32(10000.0) ** (-2 * np.arange(64, dtype=np.float32) / np.float32(128))
     assert check_wavelengths(np.float32(2 * np.pi) / theta32) is True
@@ -33,7 +33,7 @@ def test_wavelengths_stub_and_right(capsys):
 
 def test_wavelengths_torch_float32(torch, capsys):
     assert check_wavelengths(torch.tensor(_wavelengths(128), dtype=torch.float32)) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -52,7 +52,7 @@ def test_wavelengths_torch_float32(torch, capsys):
 ])
 def test_wavelengths_wrong(wrong, hint, capsys):
     assert check_wavelengths(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -82,9 +82,9 @@ def test_shift_right_answer_moves_encodings():
 
 def test_shift_encoding_stub_and_right(capsys):
     assert check_shift_encoding(stub_function) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
     assert check_shift_encoding(_shift_right) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_shift_encoding(lambda x, r, d: _shift_right(x, r, d).astype(np.float32)) is True
 
 
@@ -99,7 +99,7 @@ def test_shift_encoding_float32_throughout(capsys):
         return out
 
     assert check_shift_encoding(in_float32) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 def test_shift_encoding_torch(torch, capsys):
@@ -112,7 +112,7 @@ def test_shift_encoding_torch(torch, capsys):
         return out
 
     assert check_shift_encoding(in_torch) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
 
 
 def _reencode(x, r, d):
@@ -143,7 +143,7 @@ def _half_pairs(x, r, d):
 ])
 def test_shift_encoding_wrong(wrong, hint, capsys):
     assert check_shift_encoding(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
@@ -152,7 +152,7 @@ def test_shift_encoding_hard_coded_width_fails(capsys):
         return _shift_right(x, r, 16)  # ignores d_model: raises for the other widths
 
     assert check_shift_encoding(width_16) is False
-    assert "TRY AGAIN" in " ".join(capsys.readouterr().out.split())
+    assert "TRY AGAIN" in printed(capsys)
 
 
 def test_shift_encoding_same_angle_and_t2t_spacing(capsys):
@@ -171,9 +171,9 @@ def test_shift_encoding_same_angle_and_t2t_spacing(capsys):
         return out
 
     assert check_shift_encoding(same_angle) is False
-    assert "its own angle" in " ".join(capsys.readouterr().out.split())
+    assert "its own angle" in printed(capsys)
     assert check_shift_encoding(t2t) is False
-    assert "tensor2tensor" in " ".join(capsys.readouterr().out.split())
+    assert "tensor2tensor" in printed(capsys)
 
 
 def _right_perm(d):
@@ -182,7 +182,7 @@ def _right_perm(d):
 
 def test_concat_to_interleaved_stub_and_right(capsys):
     assert check_concat_to_interleaved(...) is False
-    assert "NOT ATTEMPTED" in " ".join(capsys.readouterr().out.split())
+    assert "NOT ATTEMPTED" in printed(capsys)
     right = _right_perm(8)
     # Confirm on tables built from the formula.
     p = np.arange(20)[:, None]
@@ -192,7 +192,7 @@ def test_concat_to_interleaved_stub_and_right(capsys):
     interleaved[:, 0::2], interleaved[:, 1::2] = np.sin(p * theta), np.cos(p * theta)
     assert np.array_equal(concat[:, right], interleaved)
     assert check_concat_to_interleaved(right) is True
-    assert "PASS" in " ".join(capsys.readouterr().out.split())
+    assert "PASS" in printed(capsys)
     assert check_concat_to_interleaved(right.tolist()) is True
     assert check_concat_to_interleaved(_right_perm(12), d_model=12) is True
 
@@ -207,5 +207,5 @@ def test_concat_to_interleaved_stub_and_right(capsys):
 ])
 def test_concat_to_interleaved_wrong(wrong, hint, capsys):
     assert check_concat_to_interleaved(wrong) is False
-    out = " ".join(capsys.readouterr().out.split())
+    out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
