@@ -17,7 +17,7 @@ OLDEST_PYTHON ?= python3
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds clean
+.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds witnesses library-records clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -63,6 +63,7 @@ test: setup book ## Run every test: unit tests, every notebook under nbval, the 
 	$(PYTHON) -m pytest tests notebooks $(PYTEST_NB) -p no:cacheprovider
 	$(PYTHON) -m ruff check course_utils tests tools notebooks benchmarks conf.py
 	$(PYTHON) tools/notebooks.py check $(NOTEBOOKS)
+	$(PYTHON) tools/witnesses.py $(NOTEBOOKS)
 
 unit: setup ## Run only the unit tests (fast)
 	$(PYTHON) -m pytest tests -q -p no:cacheprovider
@@ -75,6 +76,12 @@ lint: setup ## Lint course_utils, tests and the notebooks with ruff
 
 check-normalized: setup ## Check that committed notebooks are normalised
 	$(PYTHON) tools/notebooks.py check $(NOTEBOOKS)
+
+witnesses: setup ## Print, per notebook, the checks by the kind of witness they name (LIST=1: every check); fail on a check without one
+	$(PYTHON) tools/witnesses.py $(if $(LIST),--list) $(or $(NB),$(NOTEBOOKS))
+
+library-records: reference ## Re-record the library outputs the notebooks compare with (course_utils/data/library), from the installed transformers
+	$(PYTHON) tools/library_records.py --write
 
 execute: setup ## Re-run every notebook top to bottom in a fresh kernel, in place, and normalise it (NB=path for one)
 	$(PYTHON) tools/notebooks.py execute $(or $(NB),$(NOTEBOOKS))

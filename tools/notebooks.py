@@ -31,7 +31,7 @@ up), the chapter template:
    answer) with ``{"mystnb": {"code_prompt_show": "Show solution"}}``. No other cell of the
    section is tagged ``hide-input``.
 5. Check cells. A code cell that only runs checks (it calls ``check_close``/``check_true``,
-   prints nothing but ``PASS`` lines, shows no figure, defines no function, and nothing it
+   prints nothing but ``PASS`` lines and their witnesses, shows no figure, defines no function, and nothing it
    assigns is used by a later cell) is tagged ``hide-input`` with
    ``{"mystnb": {"code_prompt_show": "Show the check"}}``: its PASS lines stay on the page.
 6. Figures. Every figure output has ``mystnb.figure.name`` (``fig-NN-...``) and ``caption`` and
@@ -40,6 +40,9 @@ up), the chapter template:
    figure is shrunk to the site's column (SITE_COLUMN_PX); a markdown cell refers to it as
    ``[Figure k](#fig-NN-...)`` with its number k (figures are numbered from 1 on each page).
 7. References. The References cell links to the bibliography page, ``(../bibliography.md)``.
+8. Witnesses. Every ``check_close``/``check_true`` call passes ``witness="<kind>: <detail>"`` and
+   every PASS line it printed carries the ``[kind: detail]`` tag (``tools/witnesses.py`` prints
+   the counts per notebook and kind).
 
 Notebook 00 (the set-up check) only has to meet the line length.
 """
@@ -336,7 +339,7 @@ def check_only_cells(cells: list) -> list[int]:
         lines = "".join(_output_text(o) for o in outputs).splitlines()
         if (not calls & CHECKS or defines or not lines
                 or any(o.get("output_type") != "stream" for o in outputs)
-                or not all(line.startswith("PASS  ") for line in lines)):
+                or not all(line.startswith(("PASS  ", "      [", "       ")) for line in lines)):
             continue
         later = set().union(*(_names_used(t) for t in trees[index + 1:] if t is not None))
         if not _names_bound(tree) & later:
@@ -469,7 +472,18 @@ def problems_of(path: pathlib.Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     problems = [] if path.read_text() == _text(normalized(nb)) else [
         "not normalised (run 'make execute' or 'make normalize')"]
-    return problems + line_problems(nb) + template_problems(path, nb)
+    return problems + line_problems(nb) + template_problems(path, nb) + witness_problems(nb)
+
+
+def witness_problems(nb) -> list[str]:
+    """Checks that name no witness (rule 8): a call without ``witness=`` or a PASS line without
+    its ``[kind: detail]`` tag (see ``tools/witnesses.py``)."""
+    from witnesses import calls_without_witness, pass_lines
+
+    raw = json.loads(nbformat.writes(nb))
+    return calls_without_witness(raw) + [
+        f"cell {item['cell']}: the PASS line {item['name'][:50]!r} names no witness"
+        for item in pass_lines(raw) if item["kind"] is None]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,123 @@
+"""Record library outputs as data for the notebooks' checks, and recompute them for the tests.
+
+    python tools/library_records.py --write            # (re)write every record
+    python tools/library_records.py --write NAME ...   # only these
+    python tools/library_records.py --check            # recompute and compare, exit 1 on a difference
+
+Needs the reference extra (``make reference``: torch, transformers). Each recorder below calls the
+library's own function and returns ``(function, source, inputs, outputs)``; ``--write`` stores
+them in ``course_utils/data/library/<name>.json`` with the installed library's version. The
+notebooks read the records through :func:`course_utils.data.library_record` and stay numpy-only.
+``tests/test_library_records.py`` recomputes every stored record with the installed library, and
+fails on a record no recorder here produces (so no record can be typed by hand).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+LIBRARY_DIR = ROOT / "course_utils" / "data" / "library"
+RTOL = 1e-6
+
+
+def _llama_config(head_dim, rope_parameters, max_position):
+    from transformers import LlamaConfig
+
+    return LlamaConfig(hidden_size=head_dim * 2, num_attention_heads=2, head_dim=head_dim,
+                       max_position_embeddings=max_position, rope_parameters=rope_parameters)
+
+
+def _rope_init(rope_type, head_dim, max_position, seq_len=None, **rope_parameters):
+    """inv_freq and attention factor from transformers' ROPE_INIT_FUNCTIONS[rope_type]."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    config = _llama_config(head_dim, {"rope_type": rope_type, **rope_parameters}, max_position)
+    inv, factor = ROPE_INIT_FUNCTIONS[rope_type](config, "cpu", seq_len=seq_len)
+    inputs = {"rope_type": rope_type, "head_dim": head_dim, "max_position_embeddings": max_position,
+              "seq_len": seq_len, **rope_parameters}
+    return inv.double().numpy(), float(factor), inputs
+
+
+def rope_yarn_llama2_s8():
+    """YaRN frequencies for Llama-2 7B (d = 128, b = 10^4, L = 4096) stretched by s = 8."""
+    inv, factor, inputs = _rope_init("yarn", 128, 4096 * 8, rope_theta=1e4, factor=8.0,
+                                     original_max_position_embeddings=4096)
+    return ("transformers.modeling_rope_utils._compute_yarn_parameters",
+            "src/transformers/modeling_rope_utils.py", inputs,
+            {"inv_freq": inv, "attention_factor": factor})
+
+
+#: name -> recorder. A record's name is its file's stem in course_utils/data/library/.
+RECORDERS = {
+    "rope_yarn_llama2_s8": rope_yarn_llama2_s8,
+}
+
+
+def _jsonable(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    return value
+
+
+def compute(name: str) -> dict:
+    """The record ``name`` as it would be written now, with the installed library's version."""
+    import transformers
+
+    function, source, inputs, outputs = RECORDERS[name]()
+    return {"library": "transformers", "version": transformers.__version__, "function": function,
+            "source": source, "recorded_by": f"tools/library_records.py {name}",
+            "inputs": {k: _jsonable(v) for k, v in inputs.items()},
+            "outputs": {k: _jsonable(np.asarray(v)) for k, v in outputs.items()}}
+
+
+def differences(name: str) -> list[str]:
+    """How the stored record ``name`` differs from what the installed library computes now."""
+    stored = json.loads((LIBRARY_DIR / f"{name}.json").read_text())
+    fresh = compute(name)
+    problems = []
+    for key in ("function", "source", "inputs"):
+        if stored[key] != fresh[key]:
+            problems.append(f"{name}: {key} differs: stored {stored[key]!r:.80}, now {fresh[key]!r:.80}")
+    for key, value in fresh["outputs"].items():
+        if key not in stored["outputs"]:
+            problems.append(f"{name}: output {key!r} is not stored")
+            continue
+        a, b = np.asarray(stored["outputs"][key], float), np.asarray(value, float)
+        if a.shape != b.shape or not np.allclose(a, b, rtol=RTOL, atol=0):
+            problems.append(f"{name}: output {key!r} differs from transformers "
+                            f"{fresh['version']} (stored with {stored['version']})")
+    return problems
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help="records to write (default: all)")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true")
+    mode.add_argument("--check", action="store_true")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - set(RECORDERS))
+    if unknown:
+        parser.error(f"unknown record(s) {unknown}; known: {sorted(RECORDERS)}")
+    names = args.names or sorted(RECORDERS)
+    if args.write:
+        LIBRARY_DIR.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (LIBRARY_DIR / f"{name}.json").write_text(json.dumps(compute(name), indent=1) + "\n")
+            print(f"wrote {name}")
+        return 0
+    problems = [p for name in names for p in differences(name)]
+    print("\n".join(problems) or f"{len(names)} records agree with the installed transformers")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
