@@ -4,7 +4,8 @@
     python tools/library_records.py --write NAME ...   # only these
     python tools/library_records.py --check            # recompute and compare, exit 1 on a difference
 
-Needs the reference extra (``make reference``: torch, transformers). Each recorder below calls the
+Needs the reference extra (``make reference``: torch, transformers). A recorder is a function
+``record_<name>()`` in a module of ``tools/recorders/`` (one module per topic); it calls the
 library's own function and returns ``(function, source, inputs, outputs)``; ``--write`` stores
 them in ``course_utils/data/library/<name>.json`` with the installed library's version. The
 notebooks read the records through :func:`course_utils.data.library_record` and stay numpy-only.
@@ -15,6 +16,7 @@ fails on a record no recorder here produces (so no record can be typed by hand).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import pathlib
 import sys
@@ -26,37 +28,25 @@ LIBRARY_DIR = ROOT / "course_utils" / "data" / "library"
 RTOL = 1e-6
 
 
-def _llama_config(head_dim, rope_parameters, max_position):
-    from transformers import LlamaConfig
-
-    return LlamaConfig(hidden_size=head_dim * 2, num_attention_heads=2, head_dim=head_dim,
-                       max_position_embeddings=max_position, rope_parameters=rope_parameters)
-
-
-def _rope_init(rope_type, head_dim, max_position, seq_len=None, **rope_parameters):
-    """inv_freq and attention factor from transformers' ROPE_INIT_FUNCTIONS[rope_type]."""
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-
-    config = _llama_config(head_dim, {"rope_type": rope_type, **rope_parameters}, max_position)
-    inv, factor = ROPE_INIT_FUNCTIONS[rope_type](config, "cpu", seq_len=seq_len)
-    inputs = {"rope_type": rope_type, "head_dim": head_dim, "max_position_embeddings": max_position,
-              "seq_len": seq_len, **rope_parameters}
-    return inv.double().numpy(), float(factor), inputs
-
-
-def rope_yarn_llama2_s8():
-    """YaRN frequencies for Llama-2 7B (d = 128, b = 10^4, L = 4096) stretched by s = 8."""
-    inv, factor, inputs = _rope_init("yarn", 128, 4096 * 8, rope_theta=1e4, factor=8.0,
-                                     original_max_position_embeddings=4096)
-    return ("transformers.modeling_rope_utils._compute_yarn_parameters",
-            "src/transformers/modeling_rope_utils.py", inputs,
-            {"inv_freq": inv, "attention_factor": factor})
+def _recorders() -> dict:
+    """name -> recorder, from every ``record_<name>`` function in ``tools/recorders/*.py``
+    (one module per topic)."""
+    found = {}
+    for path in sorted((ROOT / "tools" / "recorders").glob("*.py")):
+        spec = importlib.util.spec_from_file_location(f"recorders.{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for attr, value in vars(module).items():
+            if attr.startswith("record_") and callable(value):
+                name = attr[len("record_"):]
+                if name in found:
+                    raise ValueError(f"two recorders named {name!r} in tools/recorders/")
+                found[name] = value
+    return found
 
 
 #: name -> recorder. A record's name is its file's stem in course_utils/data/library/.
-RECORDERS = {
-    "rope_yarn_llama2_s8": rope_yarn_llama2_s8,
-}
+RECORDERS = _recorders()
 
 
 def _jsonable(value):
