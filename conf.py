@@ -15,14 +15,44 @@ cell's `mystnb.code_prompt_show` metadata, which `tools/notebooks.py check` enfo
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
+import re
 import shutil
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 from sphinx.errors import ConfigError
 
 project = "Positional encodings in transformers"
 author = "the maintainers of the course"
-copyright = "2026, the maintainers of the course. Text and code under the MIT licence"
+copyright = ("2026, the maintainers of the course. Text and figures under CC BY 4.0, "
+             "code under the MIT licence (LICENSE-CONTENT, LICENSE)")
+
+
+def _repository() -> tuple[str, str]:
+    """The GitHub repository the site's Binder and Colab links open, and its branch.
+
+    Configured in one place, ``[tool.course]`` in pyproject.toml (``repository-url``,
+    ``repository-branch``); the environment variables ``COURSE_REPOSITORY_URL`` and
+    ``COURSE_REPOSITORY_BRANCH`` override it (the GitHub workflow sets them to the fork it runs
+    in). With no URL the pages carry no launch links at all, so none can be dead.
+    """
+    settings = tomllib.loads((pathlib.Path(__file__).parent / "pyproject.toml").read_text())
+    course = settings.get("tool", {}).get("course", {})
+    url = (os.environ.get("COURSE_REPOSITORY_URL") or course.get("repository-url") or "").strip()
+    branch = (os.environ.get("COURSE_REPOSITORY_BRANCH") or course.get("repository-branch")
+              or "main").strip()
+    if url and not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url.rstrip("/")):
+        raise ConfigError(f"repository-url must look like https://github.com/<owner>/<repo> "
+                          f"(Binder and Colab open GitHub repositories), got {url!r}")
+    return url.rstrip("/"), branch
+
+
+repository_url, repository_branch = _repository()
 
 extensions = ["myst_nb", "sphinx_copybutton"]
 
@@ -76,13 +106,19 @@ html_show_sphinx = False
 # read well); an unset mode makes the theme log a console error.
 html_context = {"default_mode": "auto"}
 html_theme_options = {
+    **({"repository_url": repository_url, "repository_branch": repository_branch,
+        "path_to_docs": ""} if repository_url else {}),
     "use_download_button": True,
     "use_fullscreen_button": True,
-    "use_repository_button": False,
+    "use_repository_button": bool(repository_url),
     "use_issues_button": False,
     "use_edit_page_button": False,
     "use_source_button": False,
-    "launch_buttons": {},
+    # Binder and Colab open the chapter's notebook from the configured repository; no links
+    # without one.
+    "launch_buttons": ({"binderhub_url": "https://mybinder.org",
+                        "colab_url": "https://colab.research.google.com",
+                        "notebook_interface": "jupyterlab"} if repository_url else {}),
     "home_page_in_toc": True,
     "show_toc_level": 2,
     "navigation_with_keys": False,

@@ -1,0 +1,119 @@
+"""What a teacher needs to adopt the course: licences, a citation file, a CI workflow for a fork,
+and launch links that exist only when a repository is configured.
+
+The citation file and the workflow are validated offline against the schemas check-jsonschema
+bundles (the Citation File Format 1.2.0 schema and SchemaStore's GitHub-workflow schema); each
+validator is also shown to reject a deliberately broken copy, so the check can fail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "course.yml"
+
+
+def _validate(schema: str, path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema,
+                           str(path)], capture_output=True, text=True, timeout=120)
+
+
+def test_code_and_content_licences_are_present_and_named():
+    mit = (ROOT / "LICENSE").read_text()
+    content = (ROOT / "LICENSE-CONTENT").read_text()
+    assert mit.startswith("MIT License") and "Permission is hereby granted, free of charge" in mit
+    assert "Creative Commons Attribution 4.0 International Public License" in content
+    assert "Section 3 -- License Conditions." in content  # the legal code, not only a link
+    readme = (ROOT / "README.md").read_text()
+    assert "LICENSE-CONTENT" in readme and "CC BY 4.0" in readme and "MIT" in readme
+    assert 'license = { text = "MIT" }' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_site_footer_names_both_licences_once():
+    sys.path.insert(0, str(ROOT))
+    try:
+        import conf
+    finally:
+        sys.path.remove(str(ROOT))
+    assert conf.copyright.count("CC BY 4.0") == 1 and conf.copyright.count("MIT") == 1
+    assert conf.html_theme_options["footer_start"] == ["copyright"]
+
+
+def test_citation_file_is_valid_cff(tmp_path):
+    result = _validate("vendor.citation-file-format", ROOT / "CITATION.cff")
+    assert result.returncode == 0, result.stdout + result.stderr
+    broken = tmp_path / "CITATION.cff"
+    broken.write_text((ROOT / "CITATION.cff").read_text().replace("cff-version: 1.2.0", "cff-version: 9"))
+    assert _validate("vendor.citation-file-format", broken).returncode != 0
+
+
+def test_workflow_is_valid_and_a_broken_copy_is_not(tmp_path):
+    result = _validate("vendor.github-workflows", WORKFLOW)
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = WORKFLOW.read_text()
+    for label, broken_text in (("no runs-on", text.replace("    runs-on: ubuntu-latest\n", "", 1)),
+                               ("misspelt steps", text.replace("    steps:\n", "    step:\n", 1)),
+                               ("bad trigger", text.replace("  pull_request:\n", "  pull-request:\n"))):
+        assert broken_text != text, label
+        broken = tmp_path / "course.yml"
+        broken.write_text(broken_text)
+        assert _validate("vendor.github-workflows", broken).returncode != 0, label
+
+
+def test_workflow_runs_the_readme_commands_and_publishes_with_the_official_actions():
+    text = WORKFLOW.read_text()
+    readme = (ROOT / "README.md").read_text()
+    for command in ("make book", "make test"):
+        assert f"{command} " in readme and f"run: {command}\n" in text
+    assert "hashFiles('constraints.txt'" in text  # the cache follows the lock file
+    for action in ("actions/upload-pages-artifact@", "actions/deploy-pages@", "actions/configure-pages@"):
+        assert action in text
+
+
+def _build_page(tmp_path, env_extra):
+    """Build the landing page and chapter 01 only, with the given environment."""
+    pytest.importorskip("sphinx")
+    pytest.importorskip("myst_nb")
+    out = tmp_path / "html"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_REPOSITORY_")}
+    env.update(env_extra)
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", "-d", str(tmp_path / "doctrees"),
+         "-D", "include_patterns=index.md,notebooks/01_position_problem.ipynb",
+         str(ROOT), str(out)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert (out / "notebooks" / "01_position_problem.html").is_file(), result.stderr[-2000:]
+    return (out / "notebooks" / "01_position_problem.html").read_text()
+
+
+def test_launch_links_appear_only_when_a_repository_is_configured(tmp_path):
+    plain = _build_page(tmp_path / "plain", {})
+    assert "mybinder.org" not in plain and "colab.research.google.com" not in plain
+    configured = _build_page(tmp_path / "configured", {
+        "COURSE_REPOSITORY_URL": "https://github.com/example-teacher/pe-course",
+        "COURSE_REPOSITORY_BRANCH": "spring"})
+    binder = re.search(r'href="(https://mybinder\.org/[^"]+)"', configured)
+    colab = re.search(r'href="(https://colab\.research\.google\.com/[^"]+)"', configured)
+    assert binder and "example-teacher/pe-course/spring" in binder.group(1)
+    assert "notebooks/01_position_problem.ipynb" in binder.group(1).replace("%2F", "/")
+    assert colab and colab.group(1).endswith(
+        "github/example-teacher/pe-course/blob/spring/notebooks/01_position_problem.ipynb")
+    shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_a_repository_url_that_binder_cannot_open_is_refused(tmp_path):
+    pytest.importorskip("sphinx")
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E", "-d", str(tmp_path / "d"),
+         "-D", "include_patterns=index.md", str(ROOT), str(tmp_path / "html")],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+        env={**os.environ, "COURSE_REPOSITORY_URL": "git@github.com:someone/course.git"})
+    assert result.returncode != 0 and "repository-url must look like https://github.com/" in (
+        result.stdout + result.stderr)
