@@ -8,10 +8,13 @@ import pytest
 from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.learned import (
+    check_large_stretch_norm,
     check_length_keeping_every_row,
     check_position_ids_with_cache,
     check_roberta_table_parameters,
+    check_stretched_norms,
 )
+from course_utils.learned import LearnedPositionalEmbedding
 
 
 def _loop_position_ids(input_ids, past_length, padding_idx):
@@ -138,3 +141,96 @@ def test_position_ids_loop_matches_hugging_face(torch, transformers):
         hf = RobertaEmbeddings.create_position_ids_from_input_ids(
             torch.tensor(ids), padding_idx=1, past_key_values_length=past)
         np.testing.assert_array_equal(_loop_position_ids(ids, past, 1), hf.numpy())
+
+
+def _norms_by_resizing(old_len, new_len):
+    """Row norms of an orthonormal table stretched by resized(): measured, not derived."""
+    width = old_len + 8
+    q, _ = np.linalg.qr(np.random.default_rng(old_len).normal(size=(width, old_len)))
+    table = LearnedPositionalEmbedding(old_len, width, weight=q.T)  # orthonormal rows
+    return np.linalg.norm(table.resized(new_len).weight, axis=1)
+
+
+def _right_norms(old_len, new_len):
+    c = np.arange(new_len) * (old_len - 1) / (new_len - 1)
+    f = c - np.floor(c)
+    return np.hypot(1.0 - f, f)
+
+
+@pytest.mark.parametrize("old_len, new_len", [(512, 1024), (32, 100), (40, 25), (7, 13)])
+def test_right_norms_match_a_resized_orthonormal_table(old_len, new_len):
+    assert np.allclose(_right_norms(old_len, new_len), _norms_by_resizing(old_len, new_len),
+                       rtol=1e-12)
+
+
+def test_stretched_norms_stub_right_float32(capsys):
+    assert check_stretched_norms(stub_function) is False
+    assert "NOT ATTEMPTED" in printed(capsys)
+    assert check_stretched_norms(_right_norms) is True
+    assert "PASS" in printed(capsys)
+    assert check_stretched_norms(lambda o, n: _right_norms(o, n).astype(np.float32)) is True
+    assert "PASS" in printed(capsys)
+
+
+def test_stretched_norms_accepts_torch_float32(torch, capsys):
+    def in_torch(old_len, new_len):
+        c = torch.arange(new_len, dtype=torch.float32) * (old_len - 1) / (new_len - 1)
+        f = c - torch.floor(c)
+        return torch.sqrt((1 - f) ** 2 + f**2)
+
+    assert check_stretched_norms(in_torch) is True
+    assert "PASS" in printed(capsys)
+
+
+def _norms_from(source):
+    def answer(old_len, new_len):
+        c = source(np.arange(new_len, dtype=float), old_len, new_len)
+        f = c - np.floor(c)
+        return np.hypot(1.0 - f, f)
+    return answer
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda o, n: _right_norms(o, n) ** 2, "square root"),
+    (lambda o, n: np.ones(n), "orthogonal, not parallel"),
+    (_norms_from(lambda j, o, n: j * o / n), "gaps over gaps"),
+    (_norms_from(lambda j, o, n: np.clip((j + 0.5) * o / n - 0.5, 0, o - 1)), "align_corners"),
+    (lambda o, n: np.abs(1 - 2 * ((np.arange(n) * (o - 1) / (n - 1)) % 1.0)), "difference of"),
+    (lambda o, n: _right_norms(o, n)[:-1], "must have shape"),
+    (lambda o, n: _right_norms(512, 1024)[:n] if n <= 1024 else _right_norms(o, n),
+     "values differ"),
+])
+def test_stretched_norms_wrong(wrong, hint, capsys):
+    assert check_stretched_norms(wrong) is False
+    out = printed(capsys)
+    assert out.startswith("TRY AGAIN") and hint in out
+
+
+def test_large_stretch_norm_right_and_float32(capsys):
+    f = (np.arange(1_000_000) + 0.5) / 1_000_000  # midpoint rule for the integral
+    numeric = float(np.mean(np.hypot(1 - f, f)))
+    assert check_large_stretch_norm(numeric) is True
+    assert "PASS" in printed(capsys)
+    assert check_large_stretch_norm(np.float32(numeric)) is True
+    assert check_large_stretch_norm(..., ) is False
+    assert "NOT ATTEMPTED" in printed(capsys)
+
+
+def test_large_stretch_norm_accepts_torch(torch, capsys):
+    f = (torch.arange(1_000_000, dtype=torch.float64) + 0.5) / 1_000_000
+    assert check_large_stretch_norm(torch.hypot(1 - f, f).mean().float()) is True
+    assert "PASS" in printed(capsys)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (np.sqrt(2 / 3), "root of the mean square"),
+    (2 / 3, "mean squared norm"),
+    (np.sqrt(0.5), "midpoint"),
+    (1.0, "shorter than the rows"),
+    (float(np.mean(_right_norms(512, 1024))), "512 -> 1024"),
+    (0.8, "values differ"),
+])
+def test_large_stretch_norm_wrong(wrong, hint, capsys):
+    assert check_large_stretch_norm(wrong) is False
+    out = printed(capsys)
+    assert out.startswith("TRY AGAIN") and hint in out

@@ -13,11 +13,14 @@ import numpy as np
 
 from ..learned import fairseq_position_ids
 from . import answer_of, grade
+from ._dtypes import answer_rtol, as_float64, flatten_answers, grade_by_precision
 
 __all__ = [
     "check_roberta_table_parameters",
     "check_length_keeping_every_row",
     "check_position_ids_with_cache",
+    "check_stretched_norms",
+    "check_large_stretch_norm",
 ]
 
 # RoBERTa-base: 512 tokens, width 768, padding_idx 1 (Liu et al. 2019; fairseq
@@ -146,3 +149,103 @@ def _shaped(answer, shape):
         raise ValueError(f"for input_ids of shape {shape} the answer must have the same shape, "
                          f"got {answer.shape}")
     return answer
+
+
+# Exercise 3.4: stretches by a whole factor, by a fraction, shrinking and a short table, so that
+# an answer tuned to 512 -> 1024 (or to whole factors) cannot pass.
+_STRETCH_CASES = ((512, 1024), (32, 100), (10, 80), (7, 13), (40, 25))
+
+
+def _stretched_norms(old_len, new_len, source):
+    c = source(np.arange(new_len, dtype=np.float64), old_len, new_len)
+    f = c - np.floor(c)
+    return np.sqrt((1.0 - f) ** 2 + f**2)
+
+
+def _aligned_corners(j, old_len, new_len):
+    return j * (old_len - 1) / (new_len - 1)
+
+
+def _by_lengths(j, old_len, new_len):
+    return j * old_len / new_len
+
+
+def _half_pixel(j, old_len, new_len):  # align_corners=False, clamped as torch clamps it
+    return np.clip((j + 0.5) * old_len / new_len - 0.5, 0.0, old_len - 1)
+
+
+def check_stretched_norms(stub):
+    """Exercise 3.4 (a): the norm of each stretched row, for orthogonal old rows of equal norm.
+
+    New row ``j`` reads the old table at ``c_j = j (L - 1) / (L' - 1)``; with ``f = c_j -
+    floor(c_j)`` it is ``(1 - f) P[a] + f P[a + 1]``, and for orthogonal rows of norm ``nu`` its
+    norm is ``nu sqrt((1 - f)^2 + f^2)``. ``stub(old_len, new_len)`` returns the ratios (shape
+    ``(new_len,)``); it is tried on five stretches, one of them a shrink.
+    """
+    expected = np.concatenate([_stretched_norms(o, n, _aligned_corners)
+                               for o, n in _STRETCH_CASES])
+
+    def compute():
+        answers = [answer_of(stub, o, n) for o, n in _STRETCH_CASES]
+        return flatten_answers(answers, [(n,) for _, n in _STRETCH_CASES])
+
+    def wrong(f):
+        return np.concatenate([f(o, n) for o, n in _STRETCH_CASES])
+
+    def squared(o, n):
+        return _stretched_norms(o, n, _aligned_corners) ** 2
+
+    def by_weights(o, n):
+        c = _aligned_corners(np.arange(n, dtype=np.float64), o, n)
+        f = c - np.floor(c)
+        return (1.0 - f) + f
+
+    hints = [
+        (wrong(squared), "that is the squared norm: for orthogonal rows the squares of the "
+                         "weights add, (1 - f)^2 + f^2; take its square root"),
+        (wrong(by_weights), "the weights sum to 1, but the rows are orthogonal, not parallel: "
+                            "the norm of (1 - f) P[a] + f P[a + 1] is nu sqrt((1 - f)^2 + f^2)"),
+        (wrong(lambda o, n: _stretched_norms(o, n, _by_lengths)),
+         "the stretch maps the first row to the first and the last to the last: new row j reads "
+         "old position j (L - 1) / (L' - 1), gaps over gaps, not j L / L'"),
+        (wrong(lambda o, n: _stretched_norms(o, n, _half_pixel)),
+         "that is the align_corners=False placement of ViT's call; resized() maps the first and "
+         "last rows onto each other, c_j = j (L - 1) / (L' - 1)"),
+        (wrong(lambda o, n: np.abs(1.0 - 2.0 * (_aligned_corners(np.arange(n, dtype=float), o, n)
+                                                 % 1.0))),
+         "|1 - 2f| is the difference of the weights; the norm of the blend is "
+         "sqrt((1 - f)^2 + f^2)"),
+    ]
+    # In float32, c_j up to 511 carries an absolute error of a few 511 * 2^-24 = 3e-5, and so
+    # does its fractional part f; the norm moves by at most as much.
+    return grade_by_precision("Exercise 3.4 (a): norms of the stretched rows", compute,
+                              expected, hints=hints, tol64=(1e-9, 1e-12), tol32=(2e-4, 2e-4))
+
+
+def check_large_stretch_norm(answer):
+    """Exercise 3.4 (b): the mean norm ratio of a very long stretch, in closed form.
+
+    For a long stretch the fractions ``f`` fill ``[0, 1)`` evenly, so the mean ratio tends to
+    ``integral_0^1 sqrt((1 - f)^2 + f^2) df = 1/2 + (sqrt(2)/4) ln(1 + sqrt(2)) = 0.81161``
+    (substitute ``u = f - 1/2``: ``sqrt(2) sqrt(u^2 + 1/4)``, a standard integral).
+    """
+    expected = 0.5 + math.sqrt(2.0) / 4.0 * math.log(1.0 + math.sqrt(2.0))
+    factor_two = float(np.mean(_stretched_norms(512, 1024, _aligned_corners)))
+    hints = [
+        (math.sqrt(2.0 / 3.0), "that is the root of the mean square, sqrt(2/3): the mean of the "
+                               "norms is the integral of sqrt((1 - f)^2 + f^2), not the root of "
+                               "the integral of its square"),
+        (2.0 / 3.0, "2/3 is the mean squared norm; the mean norm integrates the square root"),
+        (math.sqrt(0.5), "sqrt(1/2) is the norm at the midpoint f = 1/2 only, the shortest "
+                         "blend; average over f in [0, 1)"),
+        (1.0, "blends of orthogonal rows are shorter than the rows; average "
+              "sqrt((1 - f)^2 + f^2) over f in [0, 1)"),
+        (factor_two, "that is the mean for the stretch 512 -> 1024 (factor 2), where f takes "
+                     "only a few values; the question asks for the limit of a very long stretch"),
+    ]
+    try:
+        rtol = max(1e-6, answer_rtol(answer))
+    except Exception:  # not attempted or malformed: grade reports it
+        rtol = 1e-6
+    return grade("Exercise 3.4 (b): mean norm ratio of a very long stretch",
+                 lambda: as_float64(answer_of(answer)), expected, hints=hints, rtol=rtol, atol=0)
