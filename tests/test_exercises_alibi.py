@@ -91,7 +91,7 @@ def test_slopes_float32_and_torch_pass(torch, capsys):
 @pytest.mark.parametrize("wrong, hint", [
     (2.0 ** -np.array([2.0, 4, 6, 8, 2, 4]), "repeat 4-head ones"),
     (2.0 ** -np.array([2.0, 4, 6, 8, 1, 2]), "not the first two"),
-    (2.0 ** (-8 * np.arange(0, 6) / 6), "k starts at 1"),
+    (2.0 ** (-8 * np.arange(0, 6) / 6), "h starts at 1"),
     (-np.array([2.0, 4, 6, 8, 1, 3]), "logarithms"),
     (2.0 ** -np.array([2.0, 4, 6, 8, 1]), "shape"),
     (2.0 ** -np.array([2.0, 4, 6, 8, 1, 3]) * 1.001, "values differ"),

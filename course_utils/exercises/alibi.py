@@ -40,10 +40,10 @@ _NAN_MARK = -1.0  # an entropy is never negative, so this marks "your function r
 def check_slopes(answer):
     """Exercise 6.1: ALiBi's slopes for 6 heads, in head order (a 1-D array of 6 numbers)."""
     expected = alibi_slopes(_N_HEADS)
-    k = np.arange(1, _N_HEADS + 1)
+    h = np.arange(1, _N_HEADS + 1)  # heads counted from 1
     hints = [
-        (2.0 ** (-8.0 * k / _N_HEADS),
-         "2^(-8k/n) is the rule for n a power of two only; for 6 heads take the 4-head slopes, "
+        (2.0 ** (-8.0 * h / _N_HEADS),
+         "a_h = 2^(-8h/H) is the rule for H a power of two only; for 6 heads take the 4-head slopes, "
          "then every other slope of the 8-head sequence"),
         (alibi_slopes(8)[:_N_HEADS],
          "the first 6 slopes of the 8-head sequence stop at 2^-6 and miss the steep heads; start "
@@ -58,8 +58,8 @@ def check_slopes(answer):
          "FIRST (2^-1, 2^-3), which lie between the 4-head slopes"),
         (np.concatenate([alibi_slopes(4), alibi_slopes(8)[:2]]),
          "the extra two are every other 8-head slope (2^-1, 2^-3), not the first two"),
-        (2.0 ** (-8.0 * (k - 1) / _N_HEADS),
-         "k starts at 1: the steepest slope is 2^(-8/n), never 2^0 = 1"),
+        (2.0 ** (-8.0 * (h - 1) / _N_HEADS),
+         "h starts at 1: the steepest slope is a_1 = 2^(-8/H), never 2^0 = 1"),
     ]
     return grade("Exercise 6.1: ALiBi slopes for 6 heads",
                  lambda: as_float64(answer_of(answer)), expected, hints=hints,
