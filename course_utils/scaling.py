@@ -10,9 +10,10 @@ Notation as on the course's notation page: ``d`` = rotary head dimension, ``b`` 
 (``rope_theta``), ``s`` = ``factor``, ``L`` = ``original_max_position_embeddings``,
 ``theta_i = b^(-2i/d)``, ``lambda_i = 2 pi / theta_i``, and the blend
 ``theta_i' = gamma_i theta_i + (1 - gamma_i) theta_i / s`` (``gamma_i = 1`` keeps a frequency,
-``gamma_i = 0`` interpolates it). ``r_i = L / lambda_i`` below is YaRN's number of turns within
-``L`` (the notebooks write it ``rho_i``, since ``r`` is the relative position there). "NTK" is
-the neural tangent kernel, after which NTK-aware scaling is named.
+``gamma_i = 0`` interpolates it), and ``rho_i = L / lambda_i`` the number of turns pair ``i`` makes
+within ``L`` (the YaRN paper's ``r``; in the course ``r`` is the relative position). The argument
+of :func:`yarn_paper_ramp` keeps the paper's name ``r``. "NTK" is the neural tangent kernel, after
+which NTK-aware scaling is named.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def yarn_correction_range(head_dim, *, base=10000.0, original_max_position_embed
                           beta_fast=32.0, beta_slow=1.0, truncate=True):
     """Pair-index bounds ``(low, high)`` of YaRN's ramp.
 
-    ``dim(r) = d ln(L / (2 pi r)) / (2 ln b)`` is the (fractional) index of the pair that turns
-    ``r`` times over ``L`` positions. ``low = dim(beta_fast)``, ``high = dim(beta_slow)``, floored and
+    ``dim(rho) = d ln(L / (2 pi rho)) / (2 ln b)`` is the (fractional) index of the pair that turns
+    ``rho`` times over ``L`` positions. ``low = dim(beta_fast)``, ``high = dim(beta_slow)``, floored and
     ceiled when ``truncate``, clamped to ``[0, d - 1]``. Llama-2 (d=128, b=1e4, L=4096): (20, 46).
     """
     head_dim = val.positive_int(head_dim, "head_dim", even=True)
@@ -241,11 +242,11 @@ DYNAMIC_CONVENTIONS = ("transformers", "yarn_paper")
 
 
 def rotations_in_context(head_dim, *, base=10000.0, original_max_position_embeddings):
-    """Full turns pair ``i`` makes over the training length: ``r_i = L / lambda_i``.
+    """Full turns pair ``i`` makes over the training length: ``rho_i = L / lambda_i``.
 
     ``lambda_i = 2 pi / theta_i = 2 pi b^(2i/d)`` is the pair's wavelength in positions, so
-    ``r_i = L theta_i / (2 pi)``. Pairs with ``r_i >= 1`` met every angle of their circle during
-    training; a pair with ``r_i < 1`` only met the arc ``[0, L theta_i)``, so positions past ``L``
+    ``rho_i = L theta_i / (2 pi)``. Pairs with ``rho_i >= 1`` met every angle of their circle during
+    training; a pair with ``rho_i < 1`` only met the arc ``[0, L theta_i)``, so positions past ``L``
     give it angles it never saw.
 
     Parameters
@@ -263,8 +264,8 @@ def rotations_in_context(head_dim, *, base=10000.0, original_max_position_embedd
 
     References
     ----------
-    Peng et al. 2023 (YaRN), section 3.2, ``r(d) = L / lambda_d``; Hugging Face
-    ``transformers/modeling_rope_utils.py`` ``_compute_yarn_parameters`` (``find_correction_dim``
+    Peng et al. 2023 (YaRN), section 3.2, ``r(d) = L / lambda_d`` (the course's ``rho_i``);
+    Hugging Face ``transformers/modeling_rope_utils.py`` ``_compute_yarn_parameters`` (``find_correction_dim``
     inverts this relation) and ``_compute_llama3_parameters`` (compares ``wavelen`` with ``L``).
     """
     length = val.positive_int(original_max_position_embeddings, "original_max_position_embeddings")
@@ -280,18 +281,19 @@ def _ramp_bounds(alpha, beta):
 
 
 def yarn_paper_ramp(r, *, alpha=1.0, beta=32.0):
-    """The YaRN paper's ramp ``gamma(r)``: 0 below ``alpha``, 1 above ``beta``, linear between.
+    """The YaRN paper's ramp ``gamma(rho)``: 0 below ``alpha``, 1 above ``beta``, linear between.
 
-    ``gamma(r) = clip((r - alpha) / (beta - alpha), 0, 1)``. It is applied as
+    ``gamma(rho) = clip((rho - alpha) / (beta - alpha), 0, 1)``, with ``rho`` the number of turns
+    within ``L`` (the argument keeps the paper's name ``r``). It is applied as
     ``h(theta) = (1 - gamma) theta / s + gamma theta``: ``gamma = 1`` keeps a pair's frequency
     (many turns within ``L``), ``gamma = 0`` divides it by ``s`` as Position Interpolation does.
-    Note the ramp is linear in ``r``, which is exponential in the pair index; the reference code
+    Note the ramp is linear in ``rho``, which is exponential in the pair index; the reference code
     ramps linearly in the pair index instead (see :func:`rope_scaling` with ``"yarn"``).
 
     Parameters
     ----------
     r : array_like of non-negative reals, any shape
-        Turns within the training length, as from :func:`rotations_in_context`.
+        Turns within the training length ``rho``, as from :func:`rotations_in_context`.
     alpha, beta : float, ``0 < alpha < beta``
         The paper recommends ``alpha = 1``, ``beta = 32`` for Llama models.
 
@@ -314,10 +316,10 @@ def yarn_paper_inv_freq(head_dim, *, base=10000.0, factor, original_max_position
                         alpha=1.0, beta=32.0):
     """YaRN frequencies as the paper writes them: ``(1 - gamma_i) theta_i / s + gamma_i theta_i``.
 
-    ``r_i = L / lambda_i`` (:func:`rotations_in_context`) and ``gamma`` is :func:`yarn_paper_ramp`.
+    ``rho_i = L / lambda_i`` (:func:`rotations_in_context`) and ``gamma`` is :func:`yarn_paper_ramp`.
     Compare :func:`rope_scaling` ``("yarn", ...)``, which follows the reference code: there the
     blend weight is linear in the pair index ``i`` between the floor and ceiling of the indices
-    where ``r = beta`` and ``r = alpha``. The two agree outside those indices and differ inside.
+    where ``rho = beta`` and ``rho = alpha``. The two agree outside those indices and differ inside.
 
     Returns
     -------
@@ -451,10 +453,10 @@ def fit_rope_score(distances, targets, inv_freq, *, ridge=0.0):
     ridge = float(ridge)
     if not np.isfinite(ridge) or ridge < 0:
         raise ValueError(f"ridge must be a non-negative finite number, got {ridge!r}")
-    u, s, vt = np.linalg.svd(features, full_matrices=False)
+    u, sing, vt = np.linalg.svd(features, full_matrices=False)  # sing: the singular values S
     if ridge == 0.0:
-        keep = s > np.finfo(np.float64).eps * max(features.shape) * s[0]
-        scale = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)
+        keep = sing > np.finfo(np.float64).eps * max(features.shape) * sing[0]
+        scale = np.where(keep, 1.0 / np.where(keep, sing, 1.0), 0.0)
     else:
-        scale = s / (s**2 + ridge)
+        scale = sing / (sing**2 + ridge)
     return vt.T @ (scale * (u.T @ targets))
