@@ -1,6 +1,7 @@
 """Position schemes of current models: partial RoPE, NoPE layers, two bases, MLA, attention sinks.
 
-Models released since 2024 mix schemes inside one network, and their configs carry the switches:
+Models released from 2022 to 2025 mix schemes inside one network, and their configs carry the
+switches:
 
 * ``partial_rotary_factor`` (GPT-NeoX ``rotary_pct``, Phi, Qwen3-Next): only the first
   ``int(head_dim * factor)`` channels of a head are rotated (:func:`partial_rotary_dim`;
@@ -69,10 +70,11 @@ def partial_rotary_dim(head_dim, partial_rotary_factor):
 
     References
     ----------
-    Hugging Face ``modeling_rope_utils.py`` ``_compute_default_rope_parameters``
-    (``dim = int(head_dim * partial_rotary_factor)``); ``models/gpt_neox/modeling_gpt_neox.py``
-    (``rotary_ndims``) and ``models/phi/modeling_phi.py`` (``rotary_ndims``, ``query_rot``,
-    ``query_pass``).
+    Hugging Face ``models/gpt_neox/modeling_gpt_neox.py``
+    ``GPTNeoXRotaryEmbedding.compute_default_rope_parameters``
+    (``dim = int(head_dim * partial_rotary_factor)``, the same line in Phi's and Qwen3-Next's
+    rotary embeddings) and ``apply_rotary_pos_emb`` (``q_rot``, ``q_pass``);
+    ``models/phi/modeling_phi.py`` (``query_rot``, ``query_pass``).
     """
     head_dim = val.positive_int(head_dim, "head_dim")
     factor = val.positive_float(partial_rotary_factor, "partial_rotary_factor")
@@ -301,7 +303,9 @@ def deepseek_softmax_scale(qk_head_dim, rope_parameters=None):
     """DeepSeek-V3's softmax scale: ``qk_head_dim^-1/2``, times ``mscale(s, mscale_all_dim)^2``.
 
     With YaRN (``rope_type`` other than ``"default"``) and a non-zero ``mscale_all_dim``, the
-    scale is multiplied by ``(0.1 mscale_all_dim ln s + 1)^2``. This factor acts on the whole
+    scale is multiplied by ``(0.1 mscale_all_dim ln s + 1)^2``. ``mscale_all_dim`` is a key of
+    ``rope_scaling`` in DeepSeek-V3's ``config.json`` (``rope_parameters`` in transformers);
+    DeepSeek's own ``ModelArgs`` has only ``mscale``, which its ``MLA`` uses the same way. This factor acts on the whole
     score, the rotary and the non-rotary channels alike; the YaRN ``attention_factor`` on cos
     and sin is then ``mscale(s, mscale) / mscale(s, mscale_all_dim)``, which is 1 when both
     are equal (as in DeepSeek-V3, both 1.0).
@@ -321,7 +325,8 @@ def deepseek_softmax_scale(qk_head_dim, rope_parameters=None):
     ----------
     Hugging Face ``models/deepseek_v3/modeling_deepseek_v3.py`` ``yarn_apply_mscale`` and
     ``DeepseekV3Attention.__init__``; deepseek-ai/DeepSeek-V3 ``inference/model.py``
-    ``MLA.__init__`` (``softmax_scale *= mscale ** 2``).
+    ``MLA.__init__`` (``softmax_scale = softmax_scale * mscale * mscale``, with
+    ``mscale = 0.1 * args.mscale * math.log(args.rope_factor) + 1.0``).
     """
     qk_head_dim = val.positive_int(qk_head_dim, "qk_head_dim")
     scale = qk_head_dim ** -0.5
@@ -461,7 +466,8 @@ def streaming_cache(n_tokens, *, n_sink, window, reassign=True):
     n_tokens : int
         Tokens seen so far (the newest is token ``n_tokens - 1``).
     n_sink : int, >= 0
-        Initial tokens kept for good (4 in the paper).
+        Initial tokens kept for good: 4 by default in the paper (section 4) and in the authors'
+        code (``start_size=4``, mit-han-lab/streaming-llm ``streaming_llm/kv_cache.py``).
     window : int
         Most recent tokens kept.
     reassign : bool
@@ -475,9 +481,9 @@ def streaming_cache(n_tokens, *, n_sink, window, reassign=True):
 
     References
     ----------
-    Xiao et al. 2024 (StreamingLLM), section 3.2: "we focus on positions within the cache rather
-    than those in the original text"; Hugging Face ``cache_utils.py`` (``SinkCache`` in earlier
-    releases, which re-rotated the kept keys).
+    Xiao et al. 2024 (StreamingLLM), section 3.2: positions are assigned "within the cache"
+    rather than "in the original text" (tokens 0-3 and 6-9 cached get positions 0..7);
+    mit-han-lab/streaming-llm ``streaming_llm/kv_cache.py`` (``StartRecentKVCache``).
     """
     n_tokens = val.positive_int(n_tokens, "n_tokens")
     n_sink = val.positive_int(n_sink, "n_sink", allow_zero=True)

@@ -11,13 +11,14 @@ from exercise_stubs import stub_function
 
 from course_utils.exercises.modern import (
     check_attn_scales,
+    check_deepseek_yarn_scales,
     check_nope_layer_indices,
     check_rotated_channels,
 )
 
 
 @pytest.mark.parametrize("checker", [check_nope_layer_indices, check_rotated_channels,
-                                     check_attn_scales])
+                                     check_attn_scales, check_deepseek_yarn_scales])
 def test_stub_is_not_attempted(checker, capsys):
     assert checker(stub_function) is False
     assert "NOT ATTEMPTED" in capsys.readouterr().out
@@ -91,3 +92,52 @@ def test_attn_scales(capsys):
     # float64 answers are held to float64 precision: 1e-6 off is wrong
     assert check_attn_scales(lambda m, f, a: _scales_by_loop(m, f, a) + 1e-6) is False
     assert "TRY AGAIN" in capsys.readouterr().out
+
+
+def _mscale(s, m=1.0):
+    return 1.0 if s <= 1 else 0.1 * m * math.log(s) + 1.0
+
+
+def _yarn_scales(factor, mscale, mscale_all_dim, qk_head_dim):
+    """Written from _compute_yarn_parameters and yarn_apply_mscale, with plain floats."""
+    if mscale and mscale_all_dim:
+        cos_sin = _mscale(factor, mscale) / _mscale(factor, mscale_all_dim)
+    else:
+        cos_sin = _mscale(factor)
+    scale = qk_head_dim ** -0.5
+    if mscale_all_dim:
+        scale *= _mscale(factor, mscale_all_dim) ** 2
+    return cos_sin, scale
+
+
+def test_deepseek_yarn_scales(capsys, torch):
+    assert check_deepseek_yarn_scales(_yarn_scales) is True
+    assert "PASS" in capsys.readouterr().out
+    assert check_deepseek_yarn_scales(lambda *a: np.array(_yarn_scales(*a), np.float32)) is True
+    assert "PASS" in capsys.readouterr().out
+    as_torch = lambda *a: torch.tensor(_yarn_scales(*a), dtype=torch.float32)  # noqa: E731
+    assert check_deepseek_yarn_scales(as_torch) is True
+    assert "PASS" in capsys.readouterr().out
+    wrong = {
+        "ratio": lambda s, m, ma, w: (_mscale(s), _yarn_scales(s, m, ma, w)[1]),
+        "twice": lambda s, m, ma, w: (_yarn_scales(s, m, ma, w)[0],
+                                      w ** -0.5 * (_mscale(s, ma) if ma else 1.0)),
+        "plain": lambda s, m, ma, w: (_yarn_scales(s, m, ma, w)[0], w ** -0.5),
+        "reads mscale_all_dim": lambda s, m, ma, w: (_yarn_scales(s, m, ma, w)[0],
+                                                     w ** -0.5 * _mscale(s, m) ** 2),
+        "square root": lambda s, m, ma, w: (_yarn_scales(s, m, ma, w)[0],
+                                            _yarn_scales(s, m, ma, w)[1] / w ** 0.5),
+        "order": lambda *a: _yarn_scales(*a)[::-1],
+    }
+    for needle, answer in wrong.items():
+        assert check_deepseek_yarn_scales(answer) is False
+        assert needle in capsys.readouterr().out
+    # DeepSeek-V3's pair typed in for every configuration
+    assert check_deepseek_yarn_scales(lambda *a: (1.0, 192 ** -0.5 * _mscale(40.0) ** 2)) is False
+    assert "TRY AGAIN" in capsys.readouterr().out
+    # float64 answers are held to float64 precision
+    assert check_deepseek_yarn_scales(
+        lambda *a: np.array(_yarn_scales(*a)) * (1 + 1e-6)) is False
+    assert "TRY AGAIN" in capsys.readouterr().out
+    assert check_deepseek_yarn_scales(lambda *a: _yarn_scales(*a)[0]) is False
+    assert "shape" in capsys.readouterr().out

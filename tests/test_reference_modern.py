@@ -194,3 +194,36 @@ def test_model_table_class_defaults(transformers, entry):
     config = getattr(transformers, entry["config_class"])()
     for path, value in entry["values"].items():
         assert _get(config, path) == value, (entry["model"], path)
+
+
+@pytest.mark.parametrize("factor, mscale, mscale_all_dim, qk_head_dim",
+                         [(40.0, 1.0, 1.0, 192), (40.0, 0.707, 0.707, 192), (4.0, 1.0, 0.0, 192),
+                          (16.0, 1.0, 0.5, 96), (32.0, 0.0, 0.0, 128), (1.0, 1.0, 1.0, 192)])
+def test_exercise_yarn_scales_match_deepseek_v3(transformers, factor, mscale, mscale_all_dim,
+                                                qk_head_dim):
+    """Exercise 11.4's expected answers (course functions) against DeepseekV3RotaryEmbedding's
+    attention_scaling and DeepseekV3Attention.scaling, on the checker's configurations."""
+    rope = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": factor, "beta_fast": 32.0,
+            "beta_slow": 1.0, "original_max_position_embeddings": 64}
+    if mscale:
+        rope["mscale"] = mscale
+    if mscale_all_dim:
+        rope["mscale_all_dim"] = mscale_all_dim
+    config = transformers.DeepseekV3Config(
+        hidden_size=16, num_attention_heads=2, num_key_value_heads=2, q_lora_rank=None,
+        kv_lora_rank=8, qk_nope_head_dim=qk_head_dim - 64, qk_rope_head_dim=64, v_head_dim=8,
+        num_hidden_layers=1, intermediate_size=8, moe_intermediate_size=8, vocab_size=16,
+        max_position_embeddings=256, rope_parameters=rope, attn_implementation="eager")
+    module = importlib.import_module("transformers.models.deepseek_v3.modeling_deepseek_v3")
+    rotary = module.DeepseekV3RotaryEmbedding(config)
+    layer = module.DeepseekV3Attention(config, 0)
+    from course_utils.exercises import modern as exercises
+
+    expected = exercises._yarn_pairs(lambda *c: (
+        rope_scaling("yarn", 64, base=1e4, factor=c[0], original_max_position_embeddings=64,
+                     mscale=c[1] or None, mscale_all_dim=c[2] or None)[1],
+        deepseek_softmax_scale(c[3], {"rope_type": "yarn", "factor": c[0],
+                                      "mscale_all_dim": c[2]})))
+    row = exercises._YARN_CONFIGS.index((factor, mscale, mscale_all_dim, qk_head_dim))
+    assert expected[2 * row] == pytest.approx(rotary.attention_scaling, rel=1e-12)
+    assert expected[2 * row + 1] == pytest.approx(layer.scaling, rel=1e-12)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..modern import llama4_attn_scales, no_rope_layers, partial_rotary_dim
+from ..modern import deepseek_softmax_scale, llama4_attn_scales, no_rope_layers, partial_rotary_dim
+from ..scaling import rope_scaling
 from . import answer_of, grade
-from ._dtypes import answer_rtol, as_float64
+from ._dtypes import answer_rtol, as_float64, flatten_answers, grade_by_precision
 
-__all__ = ["check_nope_layer_indices", "check_rotated_channels", "check_attn_scales"]
+__all__ = ["check_nope_layer_indices", "check_rotated_channels", "check_attn_scales",
+           "check_deepseek_yarn_scales"]
 
 # Exercise 11.1: (num_hidden_layers, no_rope_layer_interval); the first two are Llama 4 Scout's
 # and SmolLM3's.
@@ -146,3 +148,68 @@ def check_attn_scales(func):
         return grade("Exercise 11.3: attention temperature", compute, expected, hints=hints)
     return grade("Exercise 11.3: attention temperature", lambda: answer, expected, hints=hints,
                  rtol=state["rtol"], atol=0)
+
+
+# Exercise 11.4: (factor, mscale, mscale_all_dim, qk_head_dim); 0.0 stands for a field the
+# config leaves out. The first is DeepSeek-V3's config.json (rope_scaling) with its 128 + 64
+# query-key channels.
+_YARN_CONFIGS = [(40.0, 1.0, 1.0, 192), (40.0, 0.707, 0.707, 192), (4.0, 1.0, 0.0, 192),
+                 (16.0, 1.0, 0.5, 96), (32.0, 0.0, 0.0, 128), (1.0, 1.0, 1.0, 192)]
+
+
+def _yarn_pairs(make):
+    return np.concatenate([np.asarray(make(*c), dtype=np.float64) for c in _YARN_CONFIGS])
+
+
+def _mscale(s, m=1.0):
+    return 1.0 if s <= 1 else 0.1 * m * np.log(s) + 1.0
+
+
+def _rope(factor, mscale, mscale_all_dim):
+    return {"rope_type": "yarn", "factor": factor, "mscale": mscale,
+            "mscale_all_dim": mscale_all_dim}
+
+
+def check_deepseek_yarn_scales(func):
+    """Exercise 11.4: the two numbers DeepSeek-V3's YaRN changes, as transformers runs it.
+
+    ``func(factor, mscale, mscale_all_dim, qk_head_dim)`` returns ``(cos_sin_factor,
+    softmax_scale)``: the ``attention_factor`` that multiplies cos and sin
+    (``_compute_yarn_parameters``) and the scale ``DeepseekV3Attention`` multiplies the scores by
+    (``yarn_apply_mscale``). ``0.0`` stands for a field the config does not set.
+    """
+    def right(s, m, m_all, width):
+        _, cos_sin = rope_scaling("yarn", 64, base=1e4, factor=s,
+                                  original_max_position_embeddings=4096, mscale=m or None,
+                                  mscale_all_dim=m_all or None)
+        return cos_sin, deepseek_softmax_scale(width, _rope(s, m, m_all))
+
+    expected = _yarn_pairs(right)
+    hints = [
+        (_yarn_pairs(lambda s, m, m_all, w: (_mscale(s), right(s, m, m_all, w)[1])),
+         "cos and sin: when both mscale and mscale_all_dim are set, _compute_yarn_parameters "
+         "uses the ratio mscale(s, mscale) / mscale(s, mscale_all_dim), not 0.1 ln s + 1"),
+        (_yarn_pairs(lambda s, m, m_all, w: (right(s, m, m_all, w)[0],
+                                             w ** -0.5 * (_mscale(s, m_all) if m_all else 1.0))),
+         "the softmax scale: yarn_apply_mscale multiplies it by mscale(s, mscale_all_dim) "
+         "twice (scaling * mscale * mscale), once for the query and once for the key"),
+        (_yarn_pairs(lambda s, m, m_all, w: (right(s, m, m_all, w)[0], w ** -0.5)),
+         "the softmax scale is not the plain qk_head_dim^-1/2: yarn_apply_mscale multiplies it "
+         "by mscale(s, mscale_all_dim)^2 whenever mscale_all_dim is set"),
+        (_yarn_pairs(lambda s, m, m_all, w: (right(s, m, m_all, w)[0],
+                                             w ** -0.5 * _mscale(s, m) ** 2)),
+         "the softmax scale reads mscale_all_dim, not mscale (DeepSeek's own inference code "
+         "has only one field, called mscale); with mscale_all_dim unset it is left alone"),
+        (_yarn_pairs(lambda s, m, m_all, w: (right(s, m, m_all, w)[0],
+                                             right(s, m, m_all, w)[1] * w ** -0.5)),
+         "the softmax scale is qk_head_dim^-1/2 (a square root), times the mscale factor"),
+        (_yarn_pairs(lambda s, m, m_all, w: right(s, m, m_all, w)[::-1]),
+         "the order: return (cos_sin_factor, softmax_scale)"),
+    ]
+
+    def compute():
+        answers = [answer_of(func, *c) for c in _YARN_CONFIGS]
+        return flatten_answers(answers, [(2,)] * len(_YARN_CONFIGS))
+
+    return grade_by_precision("Exercise 11.4: DeepSeek-V3's YaRN scales", compute, expected,
+                              hints=hints)
