@@ -34,7 +34,22 @@ def record_rope_llama_half():
     inputs = {"x": _x(), "positions": POSITIONS, "head_dim": HEAD_DIM, "rope_theta": 10000.0}
     return ("transformers.models.llama.modeling_llama.apply_rotary_pos_emb",
             "src/transformers/models/llama/modeling_llama.py", inputs,
-            {"inv_freq": rotary.inv_freq.double().numpy(), "y": y.double().numpy()[0, 0]})
+            {"y": y.double().numpy()[0, 0]})
+
+
+def record_rope_llama_inv_freq():
+    """Llama's frequencies theta_i (inv_freq) for head_dim 8 and 128, base 10^4."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    outputs = {}
+    for head_dim in (8, 128):
+        config = LlamaConfig(hidden_size=2 * head_dim, num_attention_heads=2, head_dim=head_dim,
+                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+        outputs[f"inv_freq_{head_dim}"] = LlamaRotaryEmbedding(config).inv_freq.double().numpy()
+    return ("transformers.models.llama.modeling_llama.LlamaRotaryEmbedding",
+            "src/transformers/models/llama/modeling_llama.py",
+            {"head_dim": [8, 128], "rope_theta": 10000.0}, outputs)
 
 
 def record_rope_gptj_interleaved():
