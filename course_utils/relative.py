@@ -47,17 +47,17 @@ def shaw_clip(relative_position, max_distance):
     return np.clip(rel, -max_distance, max_distance).astype(np.int64)
 
 
-def transformer_xl_terms(q, k, r, u, v):
+def transformer_xl_terms(q, k, g, u, v):
     """Transformer-XL's four score terms (Dai et al. 2019, section 3.3).
 
-    ``score[m, n] = (a) q_m.k_n + (b) q_m.e_mn + (c) u.k_n + (d) v.e_mn`` where ``e_mn`` is the
+    ``A[m, n] = (a) q_m.k_n + (b) q_m.g_mn + (c) u.k_n + (d) v.g_mn`` where ``g_mn`` is the
     projected relative encoding ``W_R R_{m-n}`` (Transformer-XL indexes ``R`` by query minus key,
     ``m - n = -r``) and ``u``, ``v`` are learned vectors shared by all positions. The sum equals
-    ``(q_m + u).k_n + (q_m + v).e_mn``.
+    ``(q_m + u).k_n + (q_m + v).g_mn``; divided by ``sqrt(d)`` it is the score ``e_mn``.
 
     Parameters
     ----------
-    q : ``(..., n_queries, d)``; k : ``(..., n_keys, d)``; r : ``(..., n_queries, n_keys, d)``;
+    q : ``(..., n_queries, d)``; k : ``(..., n_keys, d)``; g : ``(..., n_queries, n_keys, d)``;
     u, v : ``(d,)``.
 
     Returns
@@ -66,26 +66,26 @@ def transformer_xl_terms(q, k, r, u, v):
     """
     q = val.numeric_array(q, "q", min_ndim=2)
     k = val.numeric_array(k, "k", min_ndim=2)
-    r = val.numeric_array(r, "r", min_ndim=3)
+    g = val.numeric_array(g, "g", min_ndim=3)
     u = val.numeric_array(u, "u")
     v = val.numeric_array(v, "v")
     d = q.shape[-1]
-    if k.shape[-1] != d or r.shape[-1] != d or u.shape != (d,) or v.shape != (d,):
+    if k.shape[-1] != d or g.shape[-1] != d or u.shape != (d,) or v.shape != (d,):
         raise ValueError(
-            f"q, k, r must share the last dimension d and u, v must have shape (d,); got q {q.shape}, "
-            f"k {k.shape}, r {r.shape}, u {u.shape}, v {v.shape}"
+            f"q, k, g must share the last dimension d and u, v must have shape (d,); got q {q.shape}, "
+            f"k {k.shape}, g {g.shape}, u {u.shape}, v {v.shape}"
         )
-    if r.shape[-3:-1] != (q.shape[-2], k.shape[-2]):
+    if g.shape[-3:-1] != (q.shape[-2], k.shape[-2]):
         raise ValueError(
-            f"r must have shape (..., n_queries, n_keys, d) = (..., {q.shape[-2]}, {k.shape[-2]}, {d}), "
-            f"got {r.shape}"
+            f"g must have shape (..., n_queries, n_keys, d) = (..., {q.shape[-2]}, {k.shape[-2]}, {d}), "
+            f"got {g.shape}"
         )
     a = q @ np.swapaxes(k, -1, -2)
     return {
         "a": a,
-        "b": np.einsum("...id,...ijd->...ij", q, r),
+        "b": np.einsum("...id,...ijd->...ij", q, g),
         "c": np.broadcast_to((k @ u)[..., None, :], a.shape).copy(),
-        "d": r @ v,
+        "d": g @ v,
     }
 
 

@@ -10,9 +10,9 @@ import pytest
 from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.relative import (
-    check_causal_saturation,
     check_decoder_step_bias,
     check_offset_bucket,
+    check_saturation_distance,
 )
 from course_utils.relative import t5_relative_position_bucket
 
@@ -28,7 +28,7 @@ def _loop_step_bias(table, step):
 
 @pytest.mark.parametrize("checker, stub", [
     (check_offset_bucket, ...),
-    (check_causal_saturation, ...),
+    (check_saturation_distance, stub_function),
     (check_decoder_step_bias, stub_function),
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
@@ -69,57 +69,81 @@ def test_offset_bucket_wrong(wrong, hint, capsys):
     assert out.startswith("TRY AGAIN") and hint in out
 
 
-def test_causal_saturation(capsys):
-    # 16 * 8 ** (15 / 16) = 112.40..., so distance 113 is the first in bucket 31
-    first = next(n for n in range(1, 300) if _bucket_by_formula(n, 32) == 31)
-    assert first == 113
-    assert check_causal_saturation(first) is True
+def _saturation_by_formula(num_buckets, max_distance, bidirectional):
+    """Where the last bucket of a side starts: n_e + ln(n/n_e)/ln(D/n_e) (B' - n_e) >= B' - 1
+    solved for n, with B' = B/2 (bidirectional) or B (causal) and n_e = B'/2."""
+    half = num_buckets // 2 if bidirectional else num_buckets
+    n_e = half // 2
+    return math.ceil(n_e * (max_distance / n_e) ** ((half - 1 - n_e) / (half - n_e)))
+
+
+def _saturation_by_loop(num_buckets, max_distance, bidirectional):
+    """The same, by bucketing one distance at a time until the last bucket is reached."""
+    half = num_buckets // 2 if bidirectional else num_buckets
+    return next(n for n in range(10 * max_distance)
+                if _bucket_by_formula(n, half, max_distance) == half - 1)
+
+
+def test_saturation_distance(capsys):
+    assert _saturation_by_formula(32, 128, True) == 91
+    assert _saturation_by_formula(32, 128, False) == 113
+    assert check_saturation_distance(_saturation_by_formula) is True
+    assert "PASS" in printed(capsys)
+    assert check_saturation_distance(_saturation_by_loop) is True
+    assert check_saturation_distance(
+        lambda b, d, bi: np.float32(_saturation_by_formula(b, d, bi))) is True
+    assert check_saturation_distance(
+        lambda b, d, bi: np.array([_saturation_by_formula(b, d, bi)], dtype=np.float32)) is True
+
+
+def test_saturation_distance_torch(torch, capsys):
+    assert check_saturation_distance(
+        lambda b, d, bi: torch.tensor(float(_saturation_by_formula(b, d, bi)))) is True
+    assert check_saturation_distance(
+        lambda b, d, bi: torch.tensor(_saturation_by_formula(b, d, bi),
+                                      dtype=torch.float32)) is True
     assert "PASS" in printed(capsys)
 
 
+def _start(b, d, bi):
+    half = b // 2 if bi else b
+    n_e = half // 2
+    return n_e * (d / n_e) ** ((half - 1 - n_e) / (half - n_e))
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (128, "cap"),
-    (91, "bidirectional"),
-    (112, "round up"),
-    (114, "one too large"),
-    (16 * 8 ** (15 / 16), "whole number of tokens"),
-    (31, "is the bucket"),
-    (100, "values differ"),
+    (lambda b, d, bi: d, "cap at the last bucket"),
+    (lambda b, d, bi: math.floor(_start(b, d, bi)) + 1, "floor + 1 is one too large"),
+    (lambda b, d, bi: math.floor(_start(b, d, bi)), "round up"),
+    (lambda b, d, bi: round(_start(b, d, bi)), "nearest integer"),
+    (_start, "whole number of tokens"),
+    (lambda b, d, bi: _saturation_by_formula(b, d, False), "half the buckets per side"),
+    (lambda b, d, bi: _saturation_by_formula(b, d, True), "all its buckets on the past"),
+    (lambda b, d, bi: (b // 2 if bi else b) - 1, "index of the last bucket"),
+    (lambda b, d, bi: 91, "T5's encoder only"),
+    (lambda b, d, bi: np.float32(91), "T5's encoder only"),
+    (lambda b, d, bi: np.array([90, 91]), "one number"),
+    (lambda b, d, bi: _saturation_by_formula(b, d, bi) + 5, "values differ"),
 ])
-def test_causal_saturation_wrong(wrong, hint, capsys):
-    assert check_causal_saturation(wrong) is False
+def test_saturation_distance_wrong(wrong, hint, capsys):
+    assert check_saturation_distance(wrong) is False
     out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
 
 
-def test_causal_saturation_other_max_distance(capsys):
-    first = next(n for n in range(1, 600) if _bucket_by_formula(n, 32, 256) == 31)
-    assert first == 216  # ceil(16 * 16 ** (15 / 16)) = ceil(215.27)
-    assert check_causal_saturation(first, max_distance=256) is True
-    assert "PASS" in printed(capsys)
-    assert check_causal_saturation(113, max_distance=256) is False
-    assert "max_distance = 128" in printed(capsys)
-    assert check_causal_saturation(256, max_distance=256) is False
-    assert "cap" in printed(capsys)
-    assert check_causal_saturation(215, max_distance=256) is False
-    assert "round up" in printed(capsys)
-    with pytest.raises(ValueError, match="max_distance"):
-        check_causal_saturation(1, max_distance=8)
-
-
-def test_causal_saturation_matches_hugging_face(torch, transformers):
+def test_saturation_distance_matches_hugging_face(torch, transformers):
     from transformers.models.t5.modeling_t5 import T5Attention
 
-    rel = -torch.arange(0, 300)
-    buckets = T5Attention._relative_position_bucket(rel, bidirectional=False, num_buckets=32,
-                                                    max_distance=128).numpy()
-    assert int(np.argmax(buckets == 31)) == 113
-    bidirectional = T5Attention._relative_position_bucket(rel, bidirectional=True, num_buckets=32,
-                                                          max_distance=128).numpy()
-    assert int(np.argmax(bidirectional == 15)) == 91
-    wide = T5Attention._relative_position_bucket(rel, bidirectional=False, num_buckets=32,
-                                                 max_distance=256).numpy()
-    assert int(np.argmax(wide == 31)) == 216
+    from course_utils.exercises.relative import _SATURATION_CASES
+
+    for num_buckets, max_distance, bidirectional in _SATURATION_CASES:
+        rel = -torch.arange(0, max_distance + 1)
+        buckets = T5Attention._relative_position_bucket(
+            rel, bidirectional=bidirectional, num_buckets=num_buckets,
+            max_distance=max_distance).numpy()
+        last = (num_buckets // 2 if bidirectional else num_buckets) - 1
+        assert int(np.argmax(buckets == last)) == _saturation_by_formula(
+            num_buckets, max_distance, bidirectional)
 
 
 def _loop_step_bias_by_formula(table, step):

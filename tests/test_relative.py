@@ -93,7 +93,7 @@ def test_transformer_xl_terms_sum_to_full_score():
     (lambda: t5_relative_position_bucket(np.array([np.nan])), ValueError, "finite"),
     (lambda: t5_bias(np.zeros(5), 2), ValueError, "table"),
     (lambda: transformer_xl_terms(np.zeros((2, 4)), np.zeros((3, 4)), np.zeros((2, 2, 4)), np.zeros(4),
-                                  np.zeros(4)), ValueError, "r must have shape"),
+                                  np.zeros(4)), ValueError, "g must have shape"),
 ])
 def test_validation(call, error, match):
     with pytest.raises(error, match=match):

@@ -13,10 +13,11 @@ import numpy as np
 
 from ..relative import t5_relative_position_bucket
 from . import answer_of, grade
+from ._dtypes import as_float64, grade_by_precision, is_low_precision
 
 __all__ = [
     "check_offset_bucket",
-    "check_causal_saturation",
+    "check_saturation_distance",
     "check_decoder_step_bias",
 ]
 
@@ -60,49 +61,108 @@ def check_offset_bucket(answer):
 
 
 def _first_distance_in_last_bucket(half, max_distance):
-    """Smallest distance ``n`` with ``max_exact + floor(ln(n/max_exact)/ln(max_distance/max_exact)
-    * (half - max_exact)) >= half - 1``, solved for ``n`` (T5's formula, Raffel et al. 2020)."""
+    """Smallest distance ``n`` with ``max_exact + ln(n/max_exact)/ln(max_distance/max_exact)
+    * (half - max_exact) >= half - 1``, ``max_exact = half // 2``, solved for ``n`` (T5's
+    formula, Raffel et al. 2020)."""
     max_exact = half // 2
     return math.ceil(max_exact * (max_distance / max_exact)
                      ** ((half - 1 - max_exact) / (half - max_exact)))
 
 
-def check_causal_saturation(answer, *, max_distance=_MAX_DISTANCE):
-    """Exercise 4.2: the smallest distance to a past key that lands in T5's last causal bucket.
+def _saturation_by_search(num_buckets, max_distance, bidirectional):
+    """The first distance back whose bucket is its side's last, found by running the bucket
+    function on every distance up to ``max_distance`` (the last bucket starts before it)."""
+    last = (num_buckets // 2 if bidirectional else num_buckets) - 1
+    buckets = t5_relative_position_bucket(-np.arange(max_distance + 1),
+                                          bidirectional=bidirectional, num_buckets=num_buckets,
+                                          max_distance=max_distance)
+    return int(np.argmax(buckets == last))
 
-    A causal decoder uses all 32 buckets for the past: ``max_exact = 16`` and the last bucket is 31,
-    reached at ``ceil(16 * (max_distance / 16) ** (15/16))``: 113 for T5's ``max_distance = 128``,
-    216 for ``max_distance = 256``.
+
+# Exercise 4.2: (num_buckets, max_distance, bidirectional): T5's encoder and decoder, wider and
+# narrower variants, and (16, 64, True), where the last bucket starts at 4 * 16^(3/4) = 32
+# exactly, so that "floor + 1" and "ceil" give different answers there.
+_SATURATION_CASES = ((32, 128, True), (32, 128, False), (32, 256, False), (64, 256, True),
+                     (16, 64, True), (16, 50, False), (128, 1024, True))
+
+
+def _half(num_buckets, bidirectional):
+    return num_buckets // 2 if bidirectional else num_buckets
+
+
+def _start_of_last(num_buckets, max_distance, bidirectional):
+    """Where the logarithmic formula reaches the last bucket, before rounding."""
+    half = _half(num_buckets, bidirectional)
+    exact = half // 2
+    return exact * (max_distance / exact) ** ((half - 1 - exact) / (half - exact))
+
+
+def check_saturation_distance(func):
+    """Exercise 4.2: ``func(num_buckets, max_distance, bidirectional)`` returns the smallest
+    distance ``|r|`` of a key before the query that lands in the last bucket of its side.
+
+    The answer is ``ceil(n_e (D / n_e) ** ((B' - 1 - n_e) / (B' - n_e)))`` with ``B' = B / 2``
+    (bidirectional) or ``B`` (causal) and ``n_e = B' / 2``: 91 and 113 for T5's encoder and
+    decoder. Checked on seven settings; the expected values come from running
+    :func:`course_utils.relative.t5_relative_position_bucket` on every distance (the tests compare
+    them with Hugging Face's ``T5Attention._relative_position_bucket``). Integer, float32 and
+    torch answers are accepted; a distance is a whole number, so the tolerance is zero.
     """
-    if isinstance(max_distance, bool) or not isinstance(max_distance, (int, np.integer)) \
-            or max_distance <= _NUM_BUCKETS // 2:
-        raise ValueError(f"max_distance must be an integer above {_NUM_BUCKETS // 2}, "
-                         f"got {max_distance!r}")
-    max_distance = int(max_distance)
-    expected = _first_distance_in_last_bucket(_NUM_BUCKETS, max_distance)
-    exact = 16 * (max_distance / 16) ** (15 / 16)
+    cases = _SATURATION_CASES
+    expected = np.array([_saturation_by_search(*case) for case in cases], dtype=np.float64)
+
+    def per_case(rule):
+        return np.array([rule(*case) for case in cases], dtype=np.float64)
+
+    def compute():
+        out, low = [], False
+        for b, d, bi in cases:
+            answer = answer_of(func, b, d, bi)
+            value = as_float64(answer)
+            if value.size != 1:
+                raise ValueError(f"for num_buckets={b}, max_distance={d}, bidirectional={bi} "
+                                 f"the answer must be one number (a distance), got shape "
+                                 f"{value.shape}")
+            low = low or is_low_precision(answer)
+            out.append(float(value.reshape(())))
+        return low, np.array(out)
+
+    start = per_case(_start_of_last)
     hints = [
-        (max_distance,
-         "max_distance is where the logarithmic formula would reach bucket 32; the cap at the last "
-         "bucket (31) comes earlier"),
-        (_first_distance_in_last_bucket(_NUM_BUCKETS // 2, max_distance),
-         "that is the bidirectional answer (16 buckets per side); a causal decoder spends all 32 "
-         "buckets on the past"),
-        (expected - 1,
-         "one too small: that distance still falls in the second-to-last bucket (round up, not "
-         "down)"),
-        (exact,
-         "that is where the formula reaches 31 exactly; a distance is a whole number of tokens, "
-         "so round up to the first integer distance at or beyond it"),
-        (expected + 1, "one too large: that distance is in bucket 31, but so is the one before it"),
-        (31, f"31 is the bucket, not the distance; solve 16 + ln(n/16)/ln({max_distance}/16) * 16 "
-             ">= 31 for n"),
-        (_first_distance_in_last_bucket(_NUM_BUCKETS, _MAX_DISTANCE),
-         f"that is the answer for T5's max_distance = {_MAX_DISTANCE}; this decoder has "
-         f"max_distance = {max_distance}"),
+        (per_case(lambda b, d, bi: d),
+         "max_distance is where the logarithmic formula would reach the bucket AFTER the last "
+         "one; the cap at the last bucket comes earlier (T5's 'up to 128' is 91 in the code)"),
+        (np.floor(start) + 1,
+         "right except where the start is a whole number: with 16 buckets, max_distance 64, "
+         "bidirectional, 4 * 16^(3/4) = 32 exactly and distance 32 is already in the last "
+         "bucket, so floor + 1 is one too large: round up with ceil"),
+        (np.floor(start),
+         "one too small: that distance is still in the second-to-last bucket; round up"),
+        (np.round(start),
+         "rounding to the nearest integer can land below the start; round up"),
+        (start,
+         "that is where the formula reaches the last bucket exactly; a distance is a whole "
+         "number of tokens, so round up"),
+        (per_case(lambda b, d, bi: _first_distance_in_last_bucket(b, d)),
+         "a bidirectional layer has only half the buckets per side: B' = num_buckets // 2 "
+         "when bidirectional is True"),
+        (per_case(lambda b, d, bi: _first_distance_in_last_bucket(b // 2, d)),
+         "a causal (decoder) layer spends all its buckets on the past: B' = num_buckets when "
+         "bidirectional is False"),
+        (per_case(lambda b, d, bi: _half(b, bi) - 1),
+         "that is the index of the last bucket; the question asks for the distance where it "
+         "starts"),
+        (per_case(lambda b, d, bi: math.ceil(_half(b, bi) // 2 * (d / (_half(b, bi) // 2))
+                                             ** ((_half(b, bi) - 1) / _half(b, bi)))),
+         "the logarithmic buckets are the B' - n_e buckets after the n_e exact ones: the "
+         "exponent is (B' - 1 - n_e) / (B' - n_e)"),
+        (np.full(len(cases), 91.0),
+         "91 is T5's encoder only; the answer depends on num_buckets, max_distance and "
+         "bidirectional"),
     ]
-    return grade(f"Exercise 4.2: where T5's causal buckets saturate (max_distance {max_distance})",
-                 lambda: answer_of(answer), expected, hints=hints, rtol=0, atol=0)
+    return grade_by_precision("Exercise 4.2: where T5's buckets saturate, for any setting",
+                              compute, expected, hints=hints, tol64=(0.0, 0.0),
+                              tol32=(0.0, 0.0))
 
 
 def _step_cases():
