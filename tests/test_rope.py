@@ -221,6 +221,6 @@ def test_angles_bfloat16_match_torch_bfloat16_product(torch):
         (lambda: rope_angles([1, np.inf], 8), ValueError, "positions must be finite"),
     ],
 )
-def test_validation(call, error, match):
+def test_angle_and_rounding_validation(call, error, match):
     with pytest.raises(error, match=match):
         call()
