@@ -247,7 +247,8 @@ def check_video_resume_ids(func):
 
     ``func(n_before, frames, fps, height_px, width_px)`` returns three integers: the temporal id
     of the video's last temporal patch, the id of the first text token after the video by the
-    trained rule (largest id so far + 1: the authors' code and transformers 4.x) and by
+    trained rule (largest id so far + 1: the authors' code, QwenLM/Qwen3-VL
+    ``qwen-vl-finetune/qwenvl/data/rope2d.py`` ``get_rope_index_25``, and transformers 4.x) and by
     transformers 5.x (start + max(H', W')). Constants: :data:`QWEN2_5_VL_VIDEO`.
     """
     def table(**kw):

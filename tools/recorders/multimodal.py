@@ -188,3 +188,40 @@ def record_vit_mae_sincos():
             "src/transformers/models/vit_mae/modeling_vit_mae.py", inputs,
             {"rows_first_3x5": rows_first.double().numpy().reshape(-1, 16),
              "initialize_weights_4x4": embeddings.position_embeddings[0].detach().double().numpy()})
+
+
+def _rotated(model, x, ids):
+    """transformers' M-RoPE of ``x`` (seq, head_dim) at ``ids`` (3, seq), in float64: its own
+    recomposition of cos and sin, then its ``apply_rotary_pos_emb``."""
+    import importlib
+
+    import torch
+
+    rotary = model.language_model.rotary_emb
+    freqs = torch.tensor(ids, dtype=torch.float64)[:, None, :, None] * rotary.inv_freq.double()
+    cos = rotary.recomposition_frequencies(freqs.cos())
+    sin = rotary.recomposition_frequencies(freqs.sin())
+    module = importlib.import_module(type(rotary).__module__)
+    q = torch.tensor(x)[None, None]  # (batch, heads, seq, head_dim)
+    out, _ = module.apply_rotary_pos_emb(q, q, cos, sin)
+    return out[0, 0].numpy()
+
+
+def record_mrope_rotation():
+    """M-RoPE rotation of 20 random vectors (head_dim 16, numpy.random.default_rng(12)) at the
+    ids of notebook 10's text + two images + video sequence: Qwen2-VL's blocks with
+    mrope_section [2, 3, 3] and Qwen3-VL's interleaving with [3, 3, 2]."""
+    types, images, videos = _MIXED
+    qwen2 = _qwen("Qwen2VLModel", "Qwen2VLConfig", mrope_section=(2, 3, 3))
+    ids, _ = _rope_index(qwen2, types, images, videos)
+    x = np.random.default_rng(12).normal(size=(len(types), 16))
+    qwen3 = _qwen("Qwen3VLModel", "Qwen3VLConfig", mrope_section=(3, 3, 2),
+                  mrope_interleaved=True)
+    inputs = {"x": "numpy.random.default_rng(12).normal(size=(20, 16))", "position_ids": ids,
+              "qwen2_vl_mrope_section": [2, 3, 3], "qwen3_vl_mrope_section": [3, 3, 2],
+              "rope_theta": 1e4}
+    # the cos and sin come from recomposition_frequencies of each model's rotary embedding
+    return ("transformers.models.qwen2_vl.modeling_qwen2_vl.apply_rotary_pos_emb",
+            "src/transformers/models/qwen2_vl/modeling_qwen2_vl.py, "
+            "src/transformers/models/qwen3_vl/modeling_qwen3_vl.py", inputs,
+            {"qwen2_vl": _rotated(qwen2, x, ids), "qwen3_vl": _rotated(qwen3, x, ids)})
