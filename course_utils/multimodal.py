@@ -30,6 +30,8 @@ __all__ = [
     "sincos_2d_table",
     "bicubic_weights",
     "bicubic_resize",
+    "resize_weights",
+    "RESIZE_METHODS",
     "resize_pos_table",
     "axial_rope_frequencies",
     "mixed_rope_frequencies",
@@ -45,6 +47,8 @@ __all__ = [
 
 TEXT, IMAGE, VIDEO = 0, 1, 2  # token types, as transformers' ``mm_token_type_ids``
 TEXT_RESUMES_AT = ("max_height_width", "largest_id")
+#: How a position table is resized: transformers' ViT, timm's default, the original ViT code.
+RESIZE_METHODS = ("bicubic", "bicubic_antialias", "linear_corners")
 _AXES = ("row", "col")
 
 
@@ -177,7 +181,53 @@ def bicubic_resize(grid, new_height, new_width, *, a=-0.75):
     return np.einsum("ah,...hwd,bw->...abd", m_h, grid, m_w)
 
 
-def resize_pos_table(table, new_grid, *, old_grid=None, num_prefix_tokens=1, a=-0.75):
+def resize_weights(in_size, out_size, *, method="bicubic"):
+    """The ``(out_size, in_size)`` matrix of one 1-D table resize, by one of three rules.
+
+    - ``"bicubic"``: :func:`bicubic_weights` (Keys' kernel with ``a = -0.75``, sample ``j`` read
+      at ``(j + 1/2) in/out - 1/2``, edge taps clamped): ``torch.nn.functional.interpolate(mode=
+      "bicubic", align_corners=False)``, which transformers' ``ViTEmbeddings.
+      interpolate_pos_encoding`` calls.
+    - ``"bicubic_antialias"``: the same call with ``antialias=True``, timm's default in
+      ``resample_abs_pos_embed`` (``timm/layers/pos_embed.py``). Sample ``j`` is centred at
+      ``c_j = (j + 1/2) in/out`` and weighs input ``k`` by ``k_{-1/2}((k + 1/2 - c_j) / f)`` with
+      ``f = max(in/out, 1)``: Keys' kernel with ``a = -1/2``, widened by ``f`` when the table
+      shrinks (so every input row contributes), taps outside the grid dropped and the weights
+      renormalised to sum 1. When enlarging, ``f = 1`` and only ``a`` and the edges differ from
+      ``"bicubic"``.
+    - ``"linear_corners"``: linear interpolation with the corners aligned, sample ``j`` read at
+      ``j (in - 1)/(out - 1)``: ``scipy.ndimage.zoom(order=1)`` (its default ``grid_mode=False``),
+      which the original ViT code calls (google-research/vision_transformer
+      ``vit_jax/checkpoint.py``, ``interpolate_posembed``).
+
+    References
+    ----------
+    PyTorch ``aten/src/ATen/native/cpu/UpSampleKernel.cpp`` (``HelperInterpCubic::aa_filter``:
+    ``a = -0.5`` with antialiasing, "compatibility with PIL", ``-0.75`` without);
+    scipy ``scipy/ndimage/_interpolation.py`` ``zoom``.
+    """
+    in_size = val.positive_int(in_size, "in_size")
+    out_size = val.positive_int(out_size, "out_size")
+    method = val.choice(method, "method", RESIZE_METHODS)
+    if method == "bicubic":
+        return bicubic_weights(in_size, out_size)
+    k = np.arange(in_size)
+    if method == "linear_corners":
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        src = np.arange(out_size) * ratio
+        return np.maximum(0.0, 1.0 - np.abs(src[:, None] - k))   # hat function: two taps
+    scale = in_size / out_size
+    widen = max(scale, 1.0)
+    centre = (np.arange(out_size) + 0.5) * scale
+    low = np.maximum((centre - 2.0 * widen + 0.5).astype(np.int64), 0)
+    high = np.minimum((centre + 2.0 * widen + 0.5).astype(np.int64), in_size)
+    weights = _cubic_kernel((k - centre[:, None] + 0.5) / widen, -0.5)
+    weights = np.where((k >= low[:, None]) & (k < high[:, None]), weights, 0.0)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def resize_pos_table(table, new_grid, *, old_grid=None, num_prefix_tokens=1, a=-0.75,
+                     method="bicubic"):
     """Resize a ViT position table to a new patch grid; the prefix (class) rows are kept as they are.
 
     Parameters
@@ -192,7 +242,10 @@ def resize_pos_table(table, new_grid, *, old_grid=None, num_prefix_tokens=1, a=-
     num_prefix_tokens : int
         1 for ViT's class token, 0 for a table without one.
     a : float
-        Keys' kernel parameter (-0.75 as in torch).
+        Keys' kernel parameter of ``method="bicubic"`` (-0.75 as in torch).
+    method : {"bicubic", "bicubic_antialias", "linear_corners"}
+        The resize rule (:func:`resize_weights`): transformers' ViT, timm's default, the original
+        ViT code.
 
     Returns
     -------
@@ -202,8 +255,9 @@ def resize_pos_table(table, new_grid, *, old_grid=None, num_prefix_tokens=1, a=-
     ----------
     Dosovitskiy et al. 2021, section 3.2; Hugging Face ``models/vit/modeling_vit.py``
     ``ViTEmbeddings.interpolate_pos_encoding`` (bicubic, ``align_corners=False``); timm
-    ``timm/layers/pos_embed.py`` ``resample_abs_pos_embed`` (its default ``antialias=True``
-    calls a different torch kernel, not reproduced here).
+    ``timm/layers/pos_embed.py`` ``resample_abs_pos_embed`` (bicubic, ``antialias=True`` by
+    default); google-research/vision_transformer ``vit_jax/checkpoint.py``
+    ``interpolate_posembed`` (``scipy.ndimage.zoom(order=1)``).
     """
     table = val.numeric_array(table, "table").astype(np.float64)
     if table.ndim != 2:
@@ -223,8 +277,15 @@ def resize_pos_table(table, new_grid, *, old_grid=None, num_prefix_tokens=1, a=-
         raise ValueError(f"old_grid {(height, width)} has {height * width} patches but table has "
                          f"{n_patches} patch rows ({table.shape[0]} - {num_prefix_tokens} prefix)")
     new_height, new_width = _grid(new_grid, "new_grid")
+    method = val.choice(method, "method", RESIZE_METHODS)
     patches = table[num_prefix_tokens:].reshape(height, width, -1)
-    resized = bicubic_resize(patches, new_height, new_width, a=a).reshape(-1, table.shape[1])
+    if method == "bicubic":
+        resized = bicubic_resize(patches, new_height, new_width, a=a)
+    else:
+        m_h = resize_weights(height, new_height, method=method)
+        m_w = resize_weights(width, new_width, method=method)
+        resized = np.einsum("ah,hwd,bw->abd", m_h, patches, m_w)
+    resized = resized.reshape(-1, table.shape[1])
     return np.concatenate([table[:num_prefix_tokens], resized], axis=0)
 
 

@@ -16,6 +16,7 @@ from course_utils.multimodal import (
     mrope_position_ids,
     patch_grid_positions,
     resize_pos_table,
+    resize_weights,
     sincos_2d_table,
 )
 from course_utils.rope import apply_rope
@@ -196,3 +197,32 @@ def test_position_ids_time_interval():
 def test_position_ids_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         mrope_position_ids(**kwargs)
+
+
+@pytest.mark.parametrize("method", ["bicubic", "bicubic_antialias", "linear_corners"])
+@pytest.mark.parametrize("n_in, n_out", [(14, 24), (14, 7), (5, 3), (3, 11), (6, 6)])
+def test_resize_weights_sum_to_one(method, n_in, n_out):
+    weights = resize_weights(n_in, n_out, method=method)
+    assert weights.shape == (n_out, n_in)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-13)
+
+
+def test_linear_corners_keeps_the_corners_and_interpolates_linearly():
+    values = np.random.default_rng(12).normal(size=14)
+    src = np.arange(24) * 13 / 23
+    np.testing.assert_allclose(resize_weights(14, 24, method="linear_corners") @ values,
+                               np.interp(src, np.arange(14), values), atol=1e-14)
+
+
+def test_antialias_shrink_reads_every_input_row():
+    # shrinking 14 -> 7 widens the kernel to 4 taps each side: no input row is skipped
+    weights = resize_weights(14, 7, method="bicubic_antialias")
+    assert (np.abs(weights).sum(axis=0) > 0).all()
+    assert (np.count_nonzero(resize_weights(14, 7, method="bicubic"), axis=1) <= 4).all()
+
+
+def test_resize_method_is_validated():
+    with pytest.raises(ValueError, match="method must be one of"):
+        resize_weights(14, 24, method="nearest")
+    with pytest.raises(ValueError, match="method must be one of"):
+        resize_pos_table(np.zeros((197, 4)), (24, 24), method="area")

@@ -20,6 +20,7 @@ from course_utils.multimodal import (
     bicubic_resize,
     mrope_position_ids,
     resize_pos_table,
+    resize_weights,
     sincos_2d_table,
 )
 
@@ -196,10 +197,45 @@ def test_bicubic_matches_torch_interpolate(torch, shape, size):
                                rtol=1e-6, atol=1e-12)
 
 
-def test_timm_default_antialias_is_a_different_resize(torch):
-    # timm's resample_abs_pos_embed defaults to antialias=True: another torch kernel, another table.
-    grid = np.random.default_rng(8).normal(size=(14, 14, 4))
+@pytest.mark.parametrize("shape, size", [((14, 14), (24, 24)), ((14, 14), (7, 7)), ((14, 14), (5, 9)),
+                                         ((5, 3), (2, 8)), ((4, 4), (11, 3))])
+def test_antialiased_bicubic_matches_torch_interpolate(torch, shape, size):
+    # timm's resample_abs_pos_embed calls F.interpolate(mode="bicubic", antialias=True) by default
+    grid = np.random.default_rng(8).normal(size=shape + (3,))
     image = torch.tensor(grid).permute(2, 0, 1)[None]
-    aa = torch.nn.functional.interpolate(image, size=(24, 24), mode="bicubic", antialias=True)
-    difference = np.abs(bicubic_resize(grid, 24, 24) - aa[0].permute(1, 2, 0).numpy()).max()
-    assert difference > 0.05
+    expected = torch.nn.functional.interpolate(image, size=size, mode="bicubic", antialias=True)
+    m_h = resize_weights(shape[0], size[0], method="bicubic_antialias")
+    m_w = resize_weights(shape[1], size[1], method="bicubic_antialias")
+    ours = np.einsum("ah,hwd,bw->abd", m_h, grid, m_w)
+    np.testing.assert_allclose(ours, expected[0].permute(1, 2, 0).numpy(), rtol=1e-6, atol=1e-12)
+
+
+def test_antialiased_table_matches_dinov2_interpolate_pos_encoding(torch, transformers):
+    # Dinov2WithRegistersEmbeddings resizes with antialias=True (in float32)
+    from transformers.models.dinov2_with_registers.modeling_dinov2_with_registers import (
+        Dinov2WithRegistersEmbeddings,
+    )
+
+    config = transformers.Dinov2WithRegistersConfig(image_size=28, patch_size=2, hidden_size=4,
+                                                    num_hidden_layers=1, num_attention_heads=2,
+                                                    mlp_ratio=1, num_register_tokens=0)
+    embeddings = Dinov2WithRegistersEmbeddings(config).double()
+    table = np.random.default_rng(9).normal(size=(197, 4))
+    for side in (24, 7):
+        with torch.no_grad():
+            embeddings.position_embeddings.copy_(torch.tensor(table)[None])
+            dummy = torch.zeros(1, 1 + side * side, 4, dtype=torch.float64)
+            expected = embeddings.interpolate_pos_encoding(dummy, 2 * side, 2 * side)[0].numpy()
+        ours = resize_pos_table(table, (side, side), method="bicubic_antialias")
+        np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_linear_corners_matches_scipy_zoom_order_1():
+    # the original ViT code: scipy.ndimage.zoom(posemb_grid, zoom, order=1)
+    ndimage = pytest.importorskip("scipy.ndimage")
+    grid = np.random.default_rng(11).normal(size=(14, 14, 3))
+    for side in (24, 7):
+        expected = ndimage.zoom(grid, (side / 14, side / 14, 1), order=1)
+        ours = np.einsum("ah,hwd,bw->abd", resize_weights(14, side, method="linear_corners"), grid,
+                         resize_weights(14, side, method="linear_corners"))
+        np.testing.assert_allclose(ours, expected, rtol=1e-6, atol=1e-12)

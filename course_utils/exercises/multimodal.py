@@ -12,8 +12,10 @@ import numpy as np
 
 from ..multimodal import bicubic_weights, mrope_pair_axes, mrope_position_ids, resize_pos_table
 from . import answer_of, grade
+from ._dtypes import as_float64, grade_by_precision, is_low_precision
 
-__all__ = ["check_text_image_ids", "check_channel_axes", "check_resize_14_to_24"]
+__all__ = ["check_text_image_ids", "check_channel_axes", "check_resize_14_to_24",
+           "check_video_resume_ids", "QWEN2_5_VL_VIDEO"]
 
 # Exercise 10.1: (text tokens before, merged grid rows, merged grid columns, text tokens after).
 _LAYOUTS = [(3, 2, 3, 2), (1, 4, 2, 3), (2, 1, 5, 1), (4, 3, 3, 4)]
@@ -41,7 +43,7 @@ def _ids(n_before, h, w, n_after, *, resume="largest", offset=True, swapped=Fals
 def _collect(func, configs, shape_of):
     answers = []
     for config in configs:
-        answer = np.asarray(answer_of(func, *config), dtype=np.float64)
+        answer = as_float64(answer_of(func, *config))
         if answer.shape != shape_of(*config):
             raise ValueError(f"for arguments {config} the answer should have shape "
                              f"{shape_of(*config)}, got {answer.shape}")
@@ -176,14 +178,112 @@ def check_resize_14_to_24(func):
     ]
 
     def compute():
-        answers = []
+        """(low precision, answers): float32 or torch.float32 answers are graded at float32
+        tolerances, float64 ones at float64 tolerances."""
+        answers, low = [], False
         for table in tables:
-            answer = np.asarray(answer_of(func, table.copy()), dtype=np.float64)
+            raw = answer_of(func, table.copy())
+            low = low or is_low_precision(raw)
+            answer = as_float64(raw)
             if answer.shape != (1 + _NEW * _NEW, table.shape[1]):
                 raise ValueError(f"the answer should have shape {(1 + _NEW * _NEW, table.shape[1])} "
                                  f"(class token + 24 x 24 patches), got {answer.shape}")
             answers.append(answer.ravel())
-        return np.concatenate(answers)
+        return low, np.concatenate(answers)
 
-    return grade("Exercise 10.3: resize 14x14 to 24x24", compute, expected,
-                 hints=hints, rtol=1e-5, atol=1e-6)
+    # float32 arithmetic in another order (torch's kernel) errs by a few float32 steps of the
+    # largest entry, also on entries near zero: the absolute tolerance scales with the table.
+    scale = float(np.abs(expected).max())
+    return grade_by_precision("Exercise 10.3: resize 14x14 to 24x24", compute, expected,
+                              hints=hints, tol64=(1e-9, 1e-12 * scale),
+                              tol32=(1e-5, 1e-5 * scale))
+
+
+#: Qwen2.5-VL's video constants: pixels per patch side, patches merged per token side, frames
+#: per temporal patch, temporal ids per second (transformers ``Qwen2_5_VLVisionConfig`` defaults
+#: and the authors' ``get_rope_index_25``, which multiplies by 2).
+QWEN2_5_VL_VIDEO = {"patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
+                    "tokens_per_second": 2}
+
+# Exercise 10.4: (text tokens before, frames, frames per second, height and width in pixels).
+_VIDEOS = [(5, 16, 2.0, 336, 448), (3, 32, 1.0, 224, 224), (10, 12, 4.0, 280, 560),
+           (2, 22, 1.5, 392, 196), (0, 8, 0.5, 448, 448)]
+
+
+def _video_ids(n_before, frames, fps, height_px, width_px, *, merge=2, frames_per_patch=2,
+               per_second=2, cast_seconds=False, rounding=np.floor, resume="largest",
+               swap_rules=False):
+    """(last temporal id, text id after the video by the trained rule, by transformers 5.x),
+    computed the way a learner might, right or wrong."""
+    side = QWEN2_5_VL_VIDEO["patch_size"] * merge
+    t, h, w = frames // frames_per_patch, height_px // side, width_px // side
+    seconds = QWEN2_5_VL_VIDEO["temporal_patch_size"] / fps
+    if cast_seconds:
+        seconds = float(int(seconds))
+    last = n_before + int(rounding((t - 1) * seconds * per_second))
+    largest = max(last, n_before + h - 1, n_before + w - 1)
+    trained = {"largest": largest + 1, "equal": largest, "count": n_before + t * h * w}[resume]
+    newer = n_before + max(h, w)
+    return (last, newer, trained) if swap_rules else (last, trained, newer)
+
+
+def _video_ids_from_course(n_before, frames, fps, height_px, width_px):
+    """The three answers of Exercise 10.4 read off :func:`mrope_position_ids` (whose agreement
+    with Qwen2_5_VLModel.get_rope_index the tests check)."""
+    c = QWEN2_5_VL_VIDEO
+    grid = [frames // c["temporal_patch_size"], height_px // c["patch_size"],
+            width_px // c["patch_size"]]
+    n_video = grid[0] * (grid[1] // c["spatial_merge_size"]) * (grid[2] // c["spatial_merge_size"])
+    interval = c["tokens_per_second"] * c["temporal_patch_size"] / fps
+    ids = {rule: mrope_position_ids([0] * n_before + [2] * n_video + [0], video_grid_thw=[grid],
+                                    video_time_interval=[interval], text_resumes_at=rule)
+           for rule in ("largest_id", "max_height_width")}
+    return (int(ids["largest_id"][0, n_before + n_video - 1]), int(ids["largest_id"][0, -1]),
+            int(ids["max_height_width"][0, -1]))
+
+
+def check_video_resume_ids(func):
+    """Exercise 10.4: where Qwen2.5-VL's text resumes after a video, under both rules.
+
+    ``func(n_before, frames, fps, height_px, width_px)`` returns three integers: the temporal id
+    of the video's last temporal patch, the id of the first text token after the video by the
+    trained rule (largest id so far + 1: the authors' code, QwenLM/Qwen3-VL
+    ``qwen-vl-finetune/qwenvl/data/rope2d.py`` ``get_rope_index_25``, and transformers 4.x) and by
+    transformers 5.x (start + max(H', W')). Constants: :data:`QWEN2_5_VL_VIDEO`.
+    """
+    def table(**kw):
+        return np.array([_video_ids(*video, **kw) for video in _VIDEOS], dtype=np.float64)
+
+    expected = np.array([_video_ids_from_course(*video) for video in _VIDEOS], dtype=np.float64)
+    hints = [
+        (table(swap_rules=True), "the two rules are swapped: the trained rule starts one past the "
+                                 "largest id so far, transformers 5.x at start + max(H', W')"),
+        (table(cast_seconds=True),
+         "that truncates the seconds per temporal patch to an integer first, as transformers "
+         "4.x did: 2/fps is 0.5 s at 4 fps, and the ids step by tokens_per_second * 0.5 = 1"),
+        (table(frames_per_patch=1), "two frames make one temporal patch (temporal_patch_size = "
+                                    "2): a video of F frames has F/2 temporal patches"),
+        (table(merge=1), "an image side of P pixels has P/14 patches, and 2 x 2 patches merge "
+                         "into one token: the grid is P/28 tokens per side"),
+        (table(per_second=1), "the temporal id steps by tokens_per_second (2) times the seconds "
+                              "per temporal patch (2/fps), not by the seconds alone"),
+        (table(rounding=np.round), "the temporal ids are rounded down (.long() after "
+                                   "multiplying), not to the nearest integer"),
+        (table(resume="count"), "text resumes one past the largest id so far, not after the "
+                                "number of tokens"),
+        (table(resume="equal"), "off by one: the trained rule starts one PAST the largest id"),
+    ]
+
+    def compute():
+        answers = []
+        for video in _VIDEOS:
+            answer = as_float64(answer_of(func, *video)).ravel()
+            if answer.shape != (3,):
+                raise ValueError(f"for arguments {video} the answer should be three numbers "
+                                 f"(last temporal id, trained rule, 5.x rule), got shape "
+                                 f"{answer.shape}")
+            answers.append(answer)
+        return np.stack(answers)
+
+    return grade("Exercise 10.4: text after a video", compute, expected, hints=hints,
+                 rtol=0, atol=1e-6)
