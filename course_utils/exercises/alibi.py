@@ -109,12 +109,12 @@ def _paper_rule(n_heads):
 
 def check_overtake_distance(func):
     """Exercise 6.4: ``func(n_heads, gap)`` returns, for every head ``h = 1 .. H`` (row
-    ``h - 1``), the smallest whole distance ``t`` at which a key whose content score beats the
+    ``h - 1``), the smallest whole distance ``Delta`` at which a key whose content score beats the
     query's own key by ``gap`` gets LESS attention weight than that own key.
 
-    The key at distance ``t`` has the score ``gap - a_h t`` relative to the own key, so it gets less
-    weight when ``a_h t > gap``: ``t_h = floor(gap / a_h) + 1``, with ``a_h`` the reference code's
-    slopes (:func:`course_utils.alibi.alibi_slopes`, compared with BLOOM's ``build_alibi_tensor``
+    The key at distance ``Delta`` has the score ``gap - a_h Delta`` relative to the own key, so it
+    gets less weight when ``a_h Delta > gap``: ``Delta_h = floor(gap / a_h) + 1``, with ``a_h``
+    the reference code's slopes (:func:`course_utils.alibi.alibi_slopes`, compared with BLOOM's ``build_alibi_tensor``
     in notebook 06). Checked on head counts 12, 6, 20 and 8 (``_OVERTAKE_CASES``); a float32 or
     torch answer passes (the values are whole numbers, compared within 1e-6).
     """
@@ -125,7 +125,7 @@ def check_overtake_distance(func):
     expected = concat(lambda n, gap: np.floor(gap / alibi_slopes(n)) + 1)
     hints = [
         (concat(lambda n, gap: np.ceil(gap / alibi_slopes(n))),
-         "at t = gap / a_h exactly the two keys tie (equal weights); the key gets LESS weight "
+         "at Delta = gap / a_h exactly the two keys tie (equal weights); the key gets LESS weight "
          "only past that: the smallest whole t with a_h t > gap is floor(gap / a_h) + 1"),
         (concat(lambda n, gap: np.floor(gap / alibi_slopes(n))),
          "that is the last distance at which the key still wins or ties; one more step is "
