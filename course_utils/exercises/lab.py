@@ -3,7 +3,9 @@
 Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
 The expected answers are computed by a route other than the one the exercise asks for: RoPE's
 transpose from the explicit rotation matrix, the softmax gradient from the full Jacobian, the
-T5 buckets from :func:`course_utils.relative.t5_relative_position_bucket`.
+T5 buckets from :func:`course_utils.relative.t5_relative_position_bucket`, the interval of RoPE
+bases by bisection on a direct count of the wavelengths (not the closed form the exercise asks
+for).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Checkers for the exercises of notebook 08 (positions in practice).
 
 Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
-The expected answers come from :mod:`course_utils.practice`. Function exercises are checked on
-several inputs (left and right padding, several document lists), so that an answer right for
-one case only fails.
+The expected answers come from :mod:`course_utils.practice`, and for Exercise 8.4 from the
+dynamic NTK frequencies of :func:`course_utils.scaling.rope_scaling`. Function exercises are
+checked on several inputs (left and right padding, several document lists, keys cached before and
+after the original length), so that an answer right for one case only fails.
 """
 
 from __future__ import annotations
