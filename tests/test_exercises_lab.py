@@ -130,3 +130,45 @@ def test_plausible_wrong_answers_get_hints(checker, wrong, hint, capsys):
 def test_a_crashing_answer_is_reported_not_raised(capsys):
     assert check_softmax_backward(lambda a, da: a @ da) is False
     assert "raised" in capsys.readouterr().out
+
+
+def _base_interval_by_logs(head_dim, length, k):
+    """Exercise 9.4 in logarithms: pair i turns iff ln b <= (d / 2i) ln(L / 2 pi)."""
+    log_unit = math.log(length / (2 * math.pi))
+    return [math.exp(head_dim * log_unit / (2 * k)), math.exp(head_dim * log_unit / (2 * (k - 1)))]
+
+
+def test_base_interval_right_answers(capsys):
+    from course_utils.exercises.lab import check_base_interval
+    torch = pytest.importorskip("torch")
+    assert check_base_interval(_base_interval_by_logs) is True
+    assert check_base_interval(
+        lambda *s: np.array(_base_interval_by_logs(*s), dtype=np.float32)) is True
+    assert check_base_interval(
+        lambda *s: torch.tensor(_base_interval_by_logs(*s), dtype=torch.float32)) is True
+    assert capsys.readouterr().out.count("PASS") == 3
+
+
+def test_base_interval_stub(capsys):
+    from course_utils.exercises.lab import check_base_interval
+    assert check_base_interval(_stub) is False
+    assert "NOT ATTEMPTED" in capsys.readouterr().out
+
+
+def _interval(low_exp, high_exp, unit=2 * math.pi):
+    return lambda d, L, k: [(L / unit) ** low_exp(d, k), (L / unit) ** high_exp(d, k)]
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_interval(lambda d, k: d / (2 * (k + 1)), lambda d, k: d / (2 * k)), "k + 1 turning"),
+    (_interval(lambda d, k: d / (2 * k), lambda d, k: d / (2 * (k - 1)), unit=1.0), "2 pi"),
+    (_interval(lambda d, k: d / (2 * (k - 1)), lambda d, k: d / (2 * k)), "swapped"),
+    (_interval(lambda d, k: d / k, lambda d, k: d / (k - 1)), "d / (2i)"),
+    (lambda d, L, k: [3.48, 6.48], None),  # the lab's own setting only
+    (lambda d, L, k: [(L / (2 * math.pi)) ** (d / (2 * k))], "shape"),
+])
+def test_base_interval_wrong(wrong, hint, capsys):
+    from course_utils.exercises.lab import check_base_interval
+    assert check_base_interval(wrong) is False
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("TRY AGAIN") and (hint is None or hint in out)

@@ -144,3 +144,60 @@ def test_next_positions_more_wrong_answers(wrong, hint, capsys):
 def test_next_positions_float32_passes(capsys):
     assert check_next_positions(np.array([3, 6, 5], dtype=np.float32)) is True
     assert "PASS" in printed(capsys)
+
+
+def _stale_by_rotation(m, n, head_dim, original, factor):
+    """Exercise 8.4 by rotating a unit vector per pair: the cached key's angle minus a fresh one."""
+    from course_utils.scaling import rope_scaling
+
+    def theta(length):
+        return rope_scaling("dynamic", head_dim, factor=factor,
+                            original_max_position_embeddings=original, seq_len=length)[0]
+
+    cached = np.exp(1j * n * theta(n + 1))  # the key as the cache holds it
+    fresh = np.exp(1j * n * theta(m + 1))   # the key as a full pass at m + 1 tokens rotates it
+    angle = np.angle(cached * np.conj(fresh))
+    # unwrap: the errors here stay below pi except where n * delta theta is larger
+    return angle + 2 * np.pi * np.round((n * (theta(n + 1) - theta(m + 1)) - angle) / (2 * np.pi))
+
+
+def test_stale_rotation_right_answers(capsys):
+    from course_utils.exercises.practice import check_stale_rotation
+    torch = pytest.importorskip("torch")
+    assert check_stale_rotation(_stale_by_rotation) is True
+    assert check_stale_rotation(lambda *c: _stale_by_rotation(*c).astype(np.float32)) is True
+    assert check_stale_rotation(lambda *c: torch.tensor(_stale_by_rotation(*c),
+                                                        dtype=torch.float32)) is True
+    assert printed(capsys).count("PASS") == 3
+
+
+def test_stale_rotation_stub(capsys):
+    from course_utils.exercises.practice import check_stale_rotation
+    assert check_stale_rotation(stub_function) is False
+    assert "NOT ATTEMPTED" in printed(capsys)
+
+
+def _theta(head_dim, length, original, factor):
+    from course_utils.scaling import rope_scaling
+    return rope_scaling("dynamic", head_dim, factor=factor,
+                        original_max_position_embeddings=original, seq_len=length)[0]
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda m, n, d, L, s: np.zeros(d // 2), "nothing is stale only while"),
+    (lambda m, n, d, L, s: n * (_theta(d, m + 1, L, s) - _theta(d, n + 1, L, s)), "sign"),
+    (lambda m, n, d, L, s: m * (_theta(d, n + 1, L, s) - _theta(d, m + 1, L, s)),
+     "own position n"),
+    (lambda m, n, d, L, s: (n - m) * (_theta(d, n + 1, L, s) - _theta(d, m + 1, L, s)),
+     "relative angle"),
+    (lambda m, n, d, L, s: n * (_theta(d, n, L, s) - _theta(d, m, L, s)), "off by one"),
+    (lambda m, n, d, L, s: n * (_theta(d, None, L, s) - _theta(d, m + 1, L, s)),
+     "already rotated with a scaled base"),
+    (lambda m, n, d, L, s: n * (_theta(d, n + 1, L, s) - _theta(d, m + 1, L, s))[:2],
+     "shape"),
+])
+def test_stale_rotation_wrong(wrong, hint, capsys):
+    from course_utils.exercises.practice import check_stale_rotation
+    assert check_stale_rotation(wrong) is False
+    out = printed(capsys)
+    assert "TRY AGAIN" in out and hint in out

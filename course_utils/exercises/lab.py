@@ -3,7 +3,9 @@
 Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
 The expected answers are computed by a route other than the one the exercise asks for: RoPE's
 transpose from the explicit rotation matrix, the softmax gradient from the full Jacobian, the
-T5 buckets from :func:`course_utils.relative.t5_relative_position_bucket`.
+T5 buckets from :func:`course_utils.relative.t5_relative_position_bucket`, the interval of RoPE
+bases by bisection on a direct count of the wavelengths (not the closed form the exercise asks
+for).
 """
 
 from __future__ import annotations
@@ -12,11 +14,16 @@ import numpy as np
 
 from ..attention import softmax
 from ..relative import t5_relative_position_bucket
-from ..rope import apply_rope, rope_rotation_matrix
+from ..rope import apply_rope, rope_inv_freq, rope_rotation_matrix
 from . import answer_of, grade
-from ._dtypes import as_float64, grade_by_precision, is_low_precision
+from ._dtypes import as_float64, flatten_answers, grade_by_precision, is_low_precision
 
-__all__ = ["check_rope_backward", "check_softmax_backward", "check_buckets_reached"]
+__all__ = ["check_rope_backward", "check_softmax_backward", "check_buckets_reached",
+           "check_base_interval"]
+
+# Exercise 9.4: (head_dim, L, k) settings: the lab's head, Llama 2's, and three others.
+BASE_INTERVAL_SETTINGS = ((8, 16, 3), (128, 4096, 46), (64, 2048, 20), (16, 100, 5),
+                          (128, 8192, 40))
 
 # Exercise 9.1: the gradient through RoPE for a (heads, seq, head_dim) array.
 _ROPE_SHAPE, _ROPE_SEED = (2, 5, 8), 91
@@ -131,3 +138,57 @@ def check_buckets_reached(func):
 
     return grade("Exercise 9.3: T5 buckets that training ever reaches", answers, expected,
                  hints=hints, rtol=0.0, atol=1e-9)
+
+
+def _pairs_turning(base, head_dim, length):
+    """Pairs whose wavelength 2 pi b^(2i/d) is at most ``length``, counted one by one."""
+    return int(np.sum(2 * np.pi / rope_inv_freq(head_dim, base=base) <= length))
+
+
+def _base_interval_by_search(head_dim, length, k):
+    """(low, high]: the bases at which exactly ``k`` pairs turn within ``length`` tokens, found by
+    bisection on the count (a route other than the closed form the exercise asks for)."""
+
+    def edge(count):  # the largest base at which at least `count` pairs turn
+        lo, hi = 1.0 + 1e-12, 1e30
+        for _ in range(400):
+            mid = np.sqrt(lo * hi)
+            lo, hi = (mid, hi) if _pairs_turning(mid, head_dim, length) >= count else (lo, mid)
+        return lo
+
+    return np.array([edge(k + 1), edge(k)])
+
+
+def check_base_interval(func):
+    """Exercise 9.4: ``func(head_dim, L, k)`` returns ``(low, high)``: exactly ``k`` of the
+    ``head_dim / 2`` RoPE pairs complete a turn within ``L`` tokens (``lambda_i <= L``) if and only
+    if ``low < b <= high``.
+
+    Expected: the interval found by bisection on a direct count of the wavelengths, at the
+    settings of :data:`BASE_INTERVAL_SETTINGS` (``2 <= k <= head_dim / 2 - 1``).
+    """
+    settings = BASE_INTERVAL_SETTINGS
+    expected = np.concatenate([_base_interval_by_search(*s) for s in settings])
+
+    def closed(exponent_low, exponent_high, unit=2 * np.pi):
+        return np.concatenate([[(L / unit) ** exponent_low(d, k), (L / unit) ** exponent_high(d, k)]
+                               for d, L, k in settings])
+
+    hints = [
+        (closed(lambda d, k: d / (2 * (k + 1)), lambda d, k: d / (2 * k)),
+         "that interval gives k + 1 turning pairs: pairs are counted from i = 0, so exactly k "
+         "turn when pair k - 1 turns and pair k does not"),
+        (closed(lambda d, k: d / (2 * k), lambda d, k: d / (2 * (k - 1)), unit=1.0),
+         "the wavelength is 2 pi / theta_i = 2 pi b^(2i/d), not b^(2i/d): compare with L / 2 pi"),
+        (closed(lambda d, k: d / (2 * (k - 1)), lambda d, k: d / (2 * k)),
+         "low and high are swapped: a larger base slows every pair, so fewer pairs turn"),
+        (closed(lambda d, k: d / k, lambda d, k: d / (k - 1)),
+         "theta_i = b^(-2i/d): the exponent of the bound is d / (2i), not d / i"),
+    ]
+
+    def compute():
+        answers = [answer_of(func, *s) for s in settings]
+        return flatten_answers(answers, [(2,)] * len(settings))
+
+    return grade_by_precision("Exercise 9.4: the bases at which k pairs turn", compute,
+                              expected, hints=hints, tol64=(1e-7, 0.0), tol32=(1e-5, 0.0))
