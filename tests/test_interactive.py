@@ -1,0 +1,67 @@
+"""The moving figures of course_utils.interactive: small, offline, deterministic, and moving."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from course_utils import interactive
+from course_utils.interactive import MAX_BYTES
+
+BUILDERS = {
+    "rope-base": interactive.rope_base_explorer,
+    "rope-scaling": interactive.rope_scaling_explorer,
+    "alibi-heads": interactive.alibi_explorer,
+    "mrope-video": interactive.mrope_explorer,
+}
+
+
+@pytest.fixture(scope="module")
+def explorers():
+    return {name: build() for name, build in BUILDERS.items()}
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_each_explorer_is_small_offline_html_with_a_still(explorers, name):
+    explorer = explorers[name]
+    text = explorer._repr_html_()
+    assert text == explorer.html and explorer.name == name
+    assert len(text.encode()) < MAX_BYTES
+    assert not re.search(r"(src|href)=\"(https?:)?//", text), "nothing may load from another host"
+    assert "<script" in text and 'type="range"' in text
+    assert explorer.still_png().startswith(b"\x89PNG\r\n\x1a\n")
+    # The default picture is in the page without scripts (and so in print).
+    assert 'alt="' in text and "@media print" in text
+    assert len(explorer.frames) == len(set(explorer.frames)), "two settings draw the same picture"
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_each_explorer_is_the_same_on_every_run(explorers, name):
+    assert BUILDERS[name]().html == explorers[name].html
+
+
+def test_the_frame_order_follows_the_controls(explorers):
+    mrope = explorers["mrope-video"]
+    (_, grids, grid_default), (_, frames, frame_default) = mrope.controls
+    assert len(mrope.frames) == len(grids) * len(frames)
+    assert mrope.default_index == grid_default * len(frames) + frame_default
+
+
+def test_bad_arguments_name_the_argument():
+    with pytest.raises(ValueError, match="default"):
+        interactive.rope_base_explorer(default=12345.0)
+    with pytest.raises(ValueError, match="bases"):
+        interactive.rope_base_explorer(bases=(10_000.0,))
+    with pytest.raises(TypeError, match="factors"):
+        interactive.rope_scaling_explorer(factors=4.0)
+    with pytest.raises(ValueError, match="factors"):
+        interactive.rope_scaling_explorer(factors=(0.5, 2.0), default=2.0)
+    with pytest.raises(TypeError, match="head_counts"):
+        interactive.alibi_explorer(head_counts=(2.5, 4))
+    with pytest.raises(ValueError, match="grids"):
+        interactive.mrope_explorer(grids=((2, 3, 4), (3, 3)))
+    with pytest.raises(ValueError, match="frames"):
+        interactive.mrope_explorer(frames=1)
+    with pytest.raises(ValueError, match="name"):
+        interactive.Explorer("Bad Name", [b""], [("x", [1], 0)], alt="", width_px=10)
