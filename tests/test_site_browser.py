@@ -12,9 +12,16 @@ Presentation, on every page: at 1280 px at most 5% of the code cells and printed
 sideways (the column fits the notebooks' 88 characters) and no display equation is clipped; every
 notebook figure shows its smallest text at 9 px or more and has at least 1.5 image pixels per CSS
 pixel (sharp on high-resolution screens); at 390 px (a phone) no page is wider than the screen,
-and no page logs a console error at either width. The site has copy buttons on code, numbered
-figures, links between chapters and to the notation page, a glossary and a bibliography whose
-entries link to the papers. Screenshots of the landing page and a notebook page, at 1280 px and
+no formula, table, code block or figure runs past its edge without a box of its own that scrolls
+it, no identifier in a table cell is broken across lines, and no page logs a console error at
+either width. An unopened solution shows neither its code nor its output. Every same-site link
+names a file that exists and its #fragment an id on that page (checked on the built HTML). The
+landing page lists each chapter once, the copyright line shows once, searching a hyphenated
+term (M-RoPE) finds its chapter first, and every moving figure (``course_utils.interactive``)
+shows a new picture for each value of each slider. Two checks read the sources only: each
+chapter is named in the glossary and the bibliography, and no formula holds a literal ``\\_``. The site has copy
+buttons on code, numbered figures, links between chapters and to the notation page, a glossary
+and a bibliography whose entries link to the papers. Screenshots of the landing page and a notebook page, at 1280 px and
 at 390 px, go to ``_build/screenshots/``.
 
 Needs Debian's ``chromium`` at /usr/bin/chromium (Playwright's own browser download is not used).
@@ -45,7 +52,8 @@ SITE = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SITE_SOURCES = [ROOT / "conf.py", ROOT / "index.md", ROOT / "notation.md", ROOT / "glossary.md",
-                ROOT / "bibliography.md", ROOT / "_static" / "course.css", *NOTEBOOKS]
+                ROOT / "bibliography.md", ROOT / "_static" / "course.css",
+                ROOT / "_static" / "course.js", *NOTEBOOKS]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
