@@ -7,7 +7,11 @@ nothing on any page is fetched from another host.
 
 Presentation: `_static/course.css` sizes the code column so that 88 characters (the notebooks'
 line length) fit at 1280 px, wraps long printed output, and keeps every page within a phone's
-width; figures and equations are numbered (`numfig`); code cells get a copy button
+width (tables and display formulas scroll inside their own box, code in a table cell is never
+broken, and `_static/course.js` gives an inline formula wider than its line a scrolling line of
+its own); the moving figures of `course_utils.interactive` carry their pictures and script in
+the page (nothing is loaded from elsewhere); solutions fold their code and outputs together
+(tag `hide-cell`); figures and equations are numbered (`numfig`); code cells get a copy button
 (sphinx-copybutton); collapsed cells say what they hold (solutions "Show solution", through each
 cell's `mystnb.code_prompt_show` metadata, which `tools/notebooks.py check` enforces).
 
