@@ -65,3 +65,35 @@ def test_bad_arguments_name_the_argument():
         interactive.mrope_explorer(frames=1)
     with pytest.raises(ValueError, match="name"):
         interactive.Explorer("Bad Name", [b""], [("x", [1], 0)], alt="", width_px=10)
+
+
+def test_insert_interactive_puts_each_figure_once_at_the_end_of_its_section(tmp_path):
+    import shutil
+    import sys
+    from pathlib import Path
+
+    import nbformat
+
+    tools = Path(__file__).resolve().parents[1] / "tools"
+    sys.path.insert(0, str(tools))
+    try:
+        import insert_interactive
+    finally:
+        sys.path.remove(str(tools))
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    copies = []
+    for prefix, places in insert_interactive.PLACES.items():
+        source = next(notebooks.glob(f"{prefix}*.ipynb"))
+        copies.append(Path(shutil.copy(source, tmp_path / source.name)))
+        assert insert_interactive.insert(copies[-1]) == len(places)
+        assert insert_interactive.insert(copies[-1]) == 0, "a second run must change nothing"
+        cells = nbformat.read(copies[-1], as_version=4).cells
+        for heading, function, _ in places:
+            index = next(i for i, c in enumerate(cells)
+                         if c.get("id") == insert_interactive._cell_id(function))
+            assert f"{function}()" in cells[index].source
+            assert cells[index - 1].cell_type == "markdown"
+            following = cells[index + 1] if index + 1 < len(cells) else None
+            assert following is None or following.source.startswith("## "), (
+                f"{copies[-1].name}: {function} is not at the end of the section {heading!r}")
+    assert insert_interactive.main(["--check", *map(str, copies)]) == 0

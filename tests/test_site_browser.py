@@ -879,3 +879,25 @@ def test_no_formula_carries_a_literal_backslash_underscore():
                 if _ESCAPED_UNDERSCORE.search(formula):
                     found.append(f"{name}: ${formula.strip()[:60]}$")
     assert not found, f"formulas with a literal \\_: {found}"
+
+
+def test_retag_solutions_folds_code_and_output_together():
+    """``tools/notebooks.py retag-solutions`` turns an older solution cell (hide-input: only the
+    code folded) into one the template accepts, keeps other tags, and is idempotent."""
+    import nbformat
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import notebooks as tool
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    old = nbformat.v4.new_code_cell("# Solution to Exercise 5.1\nprint(42)", metadata={
+        "tags": ["hide-input", "other"], "jupyter": {"source_hidden": True},
+        "mystnb": {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}})
+    plain = nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["hide-input"]})
+    nb = nbformat.v4.new_notebook(cells=[plain, old])
+    assert not tool.is_folded_solution(old)
+    assert tool.retagged_solutions(nb) == 1
+    assert tool.is_folded_solution(old) and "other" in old.metadata["tags"]
+    assert plain.metadata["tags"] == ["hide-input"], "only solution cells change"
+    assert tool.retagged_solutions(nb) == 0
