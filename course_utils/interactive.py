@@ -8,7 +8,8 @@ library, nothing fetched from another host). Without JavaScript, and in print, t
 the default setting stays (``Explorer.still_png()`` returns it as a PNG file for other uses).
 
 Frames are PNGs reduced to a 64-colour palette, so each explorer stays well under 1 MB, and the
-HTML is the same on every run (no random ids, no time stamps).
+HTML is the same on every run (no random ids, no time stamps) and whatever plotting style is in
+force (the figures use matplotlib's defaults with a few settings of their own).
 
 - :func:`rope_base_explorer`: RoPE's per-pair wavelengths ``lambda_i = 2 pi / theta_i`` as the base
   ``b`` changes (:func:`course_utils.rope.rope_inv_freq`).
@@ -162,7 +163,10 @@ def _png(fig) -> bytes:
 def _explorer(name, draw, controls, *, alt, size=(7.0, 3.6)):
     """Draw ``draw(fig, *setting)`` for every setting of ``controls`` into an :class:`Explorer`."""
     frames = []
-    with mpl.rc_context(_STYLE):
+    with mpl.rc_context():
+        # The same pictures whatever style the caller has set (use_course_style, seaborn).
+        mpl.rcdefaults()
+        mpl.rcParams.update(_STYLE)
         for setting in itertools.product(*(control[1] for control in controls)):
             fig = Figure(figsize=size, layout="constrained")
             draw(fig, *setting)

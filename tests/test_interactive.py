@@ -97,3 +97,11 @@ def test_insert_interactive_puts_each_figure_once_at_the_end_of_its_section(tmp_
             assert following is None or following.source.startswith("## "), (
                 f"{copies[-1].name}: {function} is not at the end of the section {heading!r}")
     assert insert_interactive.main(["--check", *map(str, copies)]) == 0
+
+
+def test_pictures_do_not_depend_on_the_callers_style_and_leave_it_alone(explorers):
+    import matplotlib as mpl
+
+    with mpl.rc_context({"font.size": 17.0, "axes.grid": False, "lines.linewidth": 4.0}):
+        assert interactive.alibi_explorer().html == explorers["alibi-heads"].html
+        assert mpl.rcParams["font.size"] == 17.0 and mpl.rcParams["lines.linewidth"] == 4.0
