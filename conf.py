@@ -7,9 +7,18 @@ nothing on any page is fetched from another host.
 
 Presentation: `_static/course.css` sizes the code column so that 88 characters (the notebooks'
 line length) fit at 1280 px, wraps long printed output, and keeps every page within a phone's
-width; figures and equations are numbered (`numfig`); code cells get a copy button
+width (tables and display formulas scroll inside their own box, code in a table cell is never
+broken, and `_static/course.js` gives an inline formula wider than its line a scrolling line of
+its own); the moving figures of `course_utils.interactive` carry their pictures and script in
+the page (nothing is loaded from elsewhere); solutions fold their code and outputs together
+(tag `hide-cell`); figures and equations are numbered (`numfig`); code cells get a copy button
 (sphinx-copybutton); collapsed cells say what they hold (solutions "Show solution", through each
 cell's `mystnb.code_prompt_show` metadata, which `tools/notebooks.py check` enforces).
+
+Search: the English index, with one change (`HyphenatedSearch`): a hyphenated term such as
+"M-RoPE" or "NTK-aware" is indexed as its parts and as one word ("mrope"), and the search page
+joins a hyphenated query word the same way, so searching "M-RoPE" finds the pages that use the
+term, not every page with an "m" and a "rope".
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from sphinx.errors import ConfigError
+from sphinx.search.en import SearchEnglish
 
 project = "Positional encodings in transformers"
 author = "the maintainers of the course"
@@ -97,6 +107,7 @@ html_theme = "sphinx_book_theme"
 html_title = "Positional encodings in transformers"
 html_static_path = ["_static"]
 html_css_files = ["course.css"]
+html_js_files = ["course.js"]
 html_favicon = "_static/favicon.svg"
 html_last_updated_fmt = None
 html_copy_source = True  # the download button links to _sources/notebooks/<name>.ipynb
@@ -124,9 +135,12 @@ html_theme_options = {
     "navigation_with_keys": False,
     # The search field sits in the sidebar; without this the header holds a second search button.
     "navbar_persistent": [],
-    "footer_start": ["copyright"],
+    # The copyright line once, under the article; the theme's page footer stays empty.
+    "footer_content_items": ["copyright.html"],
+    "footer_start": [],
     "footer_end": [],
 }
+html_search_language = "en"
 
 # Parts of MathJax's es5 distribution the site needs: the TeX-to-CommonHTML bundle, its fonts,
 # and the pieces it loads on demand (TeX extensions, the context menu, accessibility).
@@ -181,7 +195,41 @@ def _number_figures_per_page(app, env) -> list[str]:
     return sorted(set(changed))
 
 
+_HYPHENS = "-\u2010\u2011"  # hyphen-minus, hyphen, non-breaking hyphen
+
+
+class HyphenatedSearch(SearchEnglish):
+    """English search in which a hyphenated term is also one word (see the module docstring)."""
+
+    _word_re = re.compile(rf"\w+(?:[{_HYPHENS}]\w+)*")
+    # The search page's splitter: split as Sphinx does, but join the parts of a hyphenated word
+    # (a leading "-" still excludes a word). No quotes or angle brackets: this text goes into a
+    # template.
+    js_splitter_code = (
+        "var splitQuery = function (query) {\n"
+        "  return query.split(/[^\\p{Letter}\\p{Number}_\\p{Emoji_Presentation}"
+        "\\u002d\\u2010\\u2011]+/gu)\n"
+        "    .map(function (term) {\n"
+        "      return term.replace(/([\\p{Letter}\\p{Number}_])[\\u002d\\u2010\\u2011]+"
+        "(?=[\\p{Letter}\\p{Number}_])/gu, String.fromCharCode(36, 49))\n"
+        "        .replace(/[\\u002d\\u2010\\u2011]+$/u, String());\n"
+        "    })\n"
+        "    .filter(function (term) { return term.replace(/^[\\u002d]+/u, String()); });\n"
+        "};\n"
+    )
+
+    def split(self, input: str) -> list[str]:
+        words = []
+        for word in self._word_re.findall(input):
+            parts = re.split(f"[{_HYPHENS}]", word)
+            words += parts
+            if len(parts) > 1:
+                words.append("".join(parts))
+        return words
+
+
 def setup(app):
+    app.add_search_language(HyphenatedSearch)
     _mathjax_source()  # fail early, before reading any page, if MathJax is missing
     app.connect("build-finished", _copy_mathjax)
     app.connect("env-get-updated", _number_figures_per_page, priority=900)

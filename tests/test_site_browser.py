@@ -12,9 +12,16 @@ Presentation, on every page: at 1280 px at most 5% of the code cells and printed
 sideways (the column fits the notebooks' 88 characters) and no display equation is clipped; every
 notebook figure shows its smallest text at 9 px or more and has at least 1.5 image pixels per CSS
 pixel (sharp on high-resolution screens); at 390 px (a phone) no page is wider than the screen,
-and no page logs a console error at either width. The site has copy buttons on code, numbered
-figures, links between chapters and to the notation page, a glossary and a bibliography whose
-entries link to the papers. Screenshots of the landing page and a notebook page, at 1280 px and
+no formula, table, code block or figure runs past its edge without a box of its own that scrolls
+it, no identifier in a table cell is broken across lines, and no page logs a console error at
+either width. An unopened solution shows neither its code nor its output. Every same-site link
+names a file that exists and its #fragment an id on that page (checked on the built HTML). The
+landing page lists each chapter once, the copyright line shows once, searching a hyphenated
+term (M-RoPE) finds its chapter first, and every moving figure (``course_utils.interactive``)
+shows a new picture for each value of each slider. Two checks read the sources only: each
+chapter is named in the glossary and the bibliography, and no formula holds a literal ``\\_``. The site has copy
+buttons on code, numbered figures, links between chapters and to the notation page, a glossary
+and a bibliography whose entries link to the papers. Screenshots of the landing page and a notebook page, at 1280 px and
 at 390 px, go to ``_build/screenshots/``.
 
 Needs Debian's ``chromium`` at /usr/bin/chromium (Playwright's own browser download is not used).
@@ -45,7 +52,8 @@ SITE = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SITE_SOURCES = [ROOT / "conf.py", ROOT / "index.md", ROOT / "notation.md", ROOT / "glossary.md",
-                ROOT / "bibliography.md", ROOT / "_static" / "course.css", *NOTEBOOKS]
+                ROOT / "bibliography.md", ROOT / "_static" / "course.css",
+                ROOT / "_static" / "course.js", *NOTEBOOKS]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -216,7 +224,11 @@ _PAGE_FACTS = """() => {
     hidden: [...body.querySelectorAll('details.above-input')].map(d => ({
       open: d.open,
       codeVisible: [...d.querySelectorAll('.cell_input pre')].some(p => p.checkVisibility()),
+      outputVisible: [...(d.closest('div.cell') || d).querySelectorAll('.cell_output')]
+                       .some(o => o.checkVisibility() && o.textContent.trim()),
       summary: d.querySelector('summary').innerText.trim()})),
+    copyrights: document.querySelectorAll('.copyright').length,
+    explorers: [...body.querySelectorAll('.course-explorer')].map(e => e.id),
     copyButtons: document.querySelectorAll('.cell_input button.copybtn').length,
     captionNumbers: [...body.querySelectorAll('figcaption .caption-number')]
                       .map(e => e.textContent.trim()),
@@ -255,6 +267,23 @@ _LAYOUT = """() => {
       natural: img.naturalWidth})),
     pageWidth: document.documentElement.scrollWidth,
     viewport: window.innerWidth,
+    // Formulas, tables, code, figures that reach past the screen's right edge without a box of
+    // their own (inside the article) that scrolls them sideways.
+    overflowing: [...body.querySelectorAll(
+        'mjx-container, table, pre, img, code, figure, .course-explorer')]
+      .filter(e => e.checkVisibility() && e.getBoundingClientRect().right > window.innerWidth + 1)
+      .filter(e => { for (let box = e.parentElement; box && body.contains(box);
+                          box = box.parentElement) {
+                       const overflow = getComputedStyle(box).overflowX;
+                       if (overflow === 'auto' || overflow === 'scroll') {
+                         return box.getBoundingClientRect().right > window.innerWidth + 1; } }
+                     return true; })
+      .map(e => `${e.tagName.toLowerCase()}: ${label(e)}`),
+    // Code in a table cell that the browser broke across lines (an identifier split).
+    splitInTables: [...body.querySelectorAll('td code, th code')]
+      .filter(e => e.checkVisibility() && e.getClientRects().length > 1
+                   && e.textContent.trim().indexOf(' ') < 0)
+      .map(label),
   };
   closed.forEach(d => { d.open = false; });
   return result;
@@ -391,23 +420,48 @@ def _prompt_of(cell) -> str:
     return cell["metadata"].get("mystnb", {}).get("code_prompt_show", "Show code cell {type}")
 
 
+def _folded(cell) -> str | None:
+    """How MyST-NB folds a cell: "source" (hide-input), "content" (hide-cell), or None."""
+    tags = cell["metadata"].get("tags", [])
+    return "content" if "hide-cell" in tags else "source" if "hide-input" in tags else None
+
+
 def test_folded_cells_are_collapsed_and_say_what_they_hold(visits):
     facts, _ = visits
     for notebook in NOTEBOOKS:
-        tagged = [cell for cell in _notebook_cells(notebook)
-                  if "hide-input" in cell["metadata"].get("tags", [])]
+        tagged = [cell for cell in _notebook_cells(notebook) if _folded(cell)]
         hidden = facts[_page_name(notebook)]["hidden"]
         assert len(hidden) == len(tagged), (
-            f"{notebook.name}: {len(tagged)} cells tagged hide-input but {len(hidden)} "
-            "collapsed blocks")
+            f"{notebook.name}: {len(tagged)} cells tagged hide-input or hide-cell but "
+            f"{len(hidden)} collapsed blocks")
         for cell, block in zip(tagged, hidden, strict=True):
             assert not block["open"] and not block["codeVisible"], (
-                f"{notebook.name}: a hide-input cell's source is shown expanded")
-            assert block["summary"] == _prompt_of(cell).replace("{type}", "source"), (
+                f"{notebook.name}: a folded cell's source is shown expanded")
+            assert block["summary"] == _prompt_of(cell).replace("{type}", _folded(cell)), (
                 f"{notebook.name}: a collapsed cell says {block['summary']!r}")
             if "".join(cell["source"]).startswith("# Solution to Exercise"):
                 assert block["summary"] == PROMPTS["solution"], (
                     f"{notebook.name}: a solution's toggle says {block['summary']!r}")
+
+
+def test_an_unopened_solution_shows_neither_code_nor_output(visits):
+    """Folded means hidden: a solution's printed answer folds with its code (tag hide-cell);
+    set-up and check cells fold their code only, and their outputs stay in view."""
+    facts, _ = visits
+    for notebook in NOTEBOOKS:
+        tagged = [cell for cell in _notebook_cells(notebook) if _folded(cell)]
+        hidden = facts[_page_name(notebook)]["hidden"]
+        for cell, block in zip(tagged, hidden, strict=False):
+            first = "".join(cell["source"]).splitlines()[0]
+            if first.startswith("# Solution to Exercise"):
+                assert not block["outputVisible"], (
+                    f"{notebook.name}: {first!r} is folded but its output is shown (tag the "
+                    "cell hide-cell: `tools/notebooks.py retag-solutions`)")
+            elif cell.get("outputs") and _prompt_of(cell) in (PROMPTS["setup"], PROMPTS["check"]):
+                shows_text = any(o.get("text") or o.get("data", {}).get("text/plain")
+                                 for o in cell["outputs"])
+                assert block["outputVisible"] or not shows_text, (
+                    f"{notebook.name}: the output of a {_prompt_of(cell)!r} cell is hidden")
 
 
 def test_solutions_open_with_a_neutral_comment(visits):
@@ -610,6 +664,12 @@ def test_pages_fit_a_phone_screen(phone_visits):
         assert layout["pageWidth"] <= layout["viewport"], (
             f"{path}: the page is {layout['pageWidth']} px wide on a {layout['viewport']} px "
             "phone screen, so it scrolls sideways")
+        assert not layout["overflowing"], (
+            f"{path}: at {layout['viewport']} px these run past the screen's edge with no box "
+            f"of their own to scroll in (clipped): {layout['overflowing'][:8]}")
+        assert not layout["splitInTables"], (
+            f"{path}: identifiers broken across lines in table cells at {layout['viewport']} px: "
+            f"{layout['splitInTables'][:8]}")
     assert not visitor.off_host and not visitor.failed, (visitor.off_host, visitor.failed)
     assert not visitor.errors, f"errors in the browser console on a phone: {visitor.errors}"
 
@@ -650,3 +710,194 @@ def test_chapters_link_to_each_other_notation_glossary_and_bibliography(visits, 
         f"the bibliography links to {len(papers)} papers and {len(code)} code files")
     glossary = facts["glossary.html"]
     assert glossary["title"].startswith("Glossary")
+
+
+# --- Links and anchors, the landing page, the footer, search, the moving figures -----------------
+
+def _html_pages(site: Path) -> dict[str, str]:
+    return {path: (site / path).read_text(encoding="utf-8") for path in _site_pages(site)}
+
+
+_ID = re.compile(r"""\bid\s*=\s*["']([^"']+)["']""")
+_HREF = re.compile(r"""<a\b[^>]*?\bhref\s*=\s*["']([^"']*)["']""", re.I)
+
+
+def test_every_internal_link_and_anchor_lands(site):
+    """Every same-site link names a file that exists, and its #fragment an id on that page."""
+    import html as html_lib
+    from urllib.parse import unquote, urljoin
+
+    pages = _html_pages(site)
+    ids = {path: set(map(html_lib.unescape, _ID.findall(text))) for path, text in pages.items()}
+    broken, checked = [], 0
+    for path, text in pages.items():
+        for raw in _HREF.findall(text):
+            href = html_lib.unescape(raw)
+            if not href or urlsplit(href).scheme or href.startswith(("//", "mailto:")):
+                continue
+            target, fragment = urldefrag(urljoin(f"http://site/{path}", href))
+            target_path = unquote(urlsplit(target).path).lstrip("/") or "index.html"
+            if target_path.endswith("/"):
+                target_path += "index.html"
+            checked += 1
+            if not (site / target_path).is_file():
+                broken.append(f"{path}: {href} (no file {target_path})")
+            elif fragment and target_path.endswith(".html") and \
+                    unquote(fragment) not in ids.get(target_path, set()):
+                broken.append(f"{path}: {href} (no id {unquote(fragment)!r} on {target_path})")
+    assert checked > len(pages), "too few same-site links found"
+    assert not broken, f"{len(broken)} links that do not land: {broken[:15]}"
+
+
+def test_every_chapter_is_in_the_glossary_and_the_bibliography():
+    """Each chapter is named by the glossary (its terms) and the bibliography (its works)."""
+    for page in ("glossary.md", "bibliography.md"):
+        text = (ROOT / page).read_text()
+        missing = [nb.name for nb in NOTEBOOKS if not nb.name.startswith("00_")
+                   and f"notebooks/{nb.name}" not in text]
+        assert not missing, f"{page} names no term or work of {missing}"
+
+
+def test_the_landing_page_lists_each_chapter_once_and_the_copyright_shows_once(site):
+    text = (site / "index.html").read_text(encoding="utf-8")
+    article = text[text.index("<article"):text.index("</article>")]
+    for notebook in NOTEBOOKS:
+        count = len(re.findall(rf'href="{re.escape(_page_name(notebook))}(#[^"]*)?"', article))
+        assert count == 1, (
+            f"the landing page's text links to {_page_name(notebook)} {count} times (the "
+            "chapter list must appear once; the toctree belongs in the sidebar only)")
+    for path, page in _html_pages(site).items():
+        count = page.count('class="copyright"')
+        assert count == 1, f"{path}: the copyright line appears {count} times"
+
+
+def _search(browser, base_url, query: str) -> list[str]:
+    from urllib.parse import quote
+
+    visitor = _Visitor(browser, base_url)
+    try:
+        page = visitor.open(f"search.html?q={quote(query)}")
+        page.wait_for_function(
+            "() => { const s = document.querySelector('#search-results'); return s &&"
+            " /Search finished|did not match/.test(s.textContent); }", timeout=TIMEOUT_MS)
+        return page.eval_on_selector_all("#search-results ul.search li a",
+                                         "links => links.map(a => a.getAttribute('href'))")
+    finally:
+        visitor.close()
+
+
+@pytest.mark.parametrize("term, chapter", [("M-RoPE", "10_"), ("NTK-aware", "07_")])
+def test_search_finds_hyphenated_terms(site, base_url, browser, term, chapter):
+    """A hyphenated term is one word: its chapter comes first, pages without it do not come."""
+    hits = [hit.split("#")[0] for hit in _search(browser, base_url, term)]
+    pages = [hit for hit in dict.fromkeys(hits) if hit.startswith("notebooks/")]
+    assert pages, f"searching for {term!r} found no chapter"
+    assert pages[0].startswith(f"notebooks/{chapter}"), (
+        f"searching for {term!r}: the first chapter found is {pages[0]}, not {chapter}*")
+    plain = term.lower()
+    without = [p for p in pages if plain not in
+               (site / p).read_text(encoding="utf-8").lower().replace("\u2011", "-")]
+    assert not without, f"searching for {term!r} found pages that do not use it: {without}"
+
+
+_MOVE = """async (root) => {
+  const image = root.querySelector('img');
+  const seen = [image.src];
+  const moved = [];
+  for (const input of root.querySelectorAll('input[type=range]')) {
+    const start = input.value;
+    for (let v = Number(input.min); v <= Number(input.max); v++) {
+      if (String(v) === start) continue;
+      input.value = String(v);
+      input.dispatchEvent(new Event('input', {bubbles: true}));
+      await new Promise(r => requestAnimationFrame(r));
+      moved.push({changed: !seen.includes(image.src), label: input.getAttribute('aria-label'),
+                  value: root.querySelector('output') && input.parentNode
+                           .querySelector('output').textContent});
+      seen.push(image.src);
+    }
+    input.value = start;
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+  }
+  return {controls: root.querySelectorAll('input[type=range]').length, moved: moved,
+          back: image.src === seen[0]};
+}"""
+
+
+def test_moving_figures_move_without_a_kernel(site, base_url, browser, visits):
+    """At least three figures on the site have sliders; each value of each slider shows a new
+    picture (drawn in advance: the page talks to no kernel and no other host)."""
+    facts, _ = visits
+    found = {path: f["explorers"] for path, f in facts.items() if f["explorers"]}
+    assert sum(map(len, found.values())) >= 3, (
+        f"at least three moving figures are wanted on the site, found {found} (insert them with "
+        "`tools/insert_interactive.py` and execute the notebooks)")
+    visitor = _Visitor(browser, base_url)
+    try:
+        for path, explorers in found.items():
+            page = visitor.open(path)
+            for element in explorers:
+                root = page.locator(f"#{element}")
+                size = len(root.evaluate("r => r.outerHTML").encode())
+                assert size < 1_000_000, f"{path}: {element} is {size} bytes (at most 1 MB)"
+                result = root.evaluate(_MOVE)
+                assert result["controls"] >= 1, f"{path}: {element} has no slider"
+                still = [m for m in result["moved"] if not m["changed"]]
+                assert result["moved"] and not still, (
+                    f"{path}: {element}: moving a slider left the picture as it was: {still}")
+                assert result["back"], f"{path}: {element} did not return to its first picture"
+        assert not visitor.off_host and not visitor.failed and not visitor.errors, (
+            visitor.off_host, visitor.failed, visitor.errors)
+    finally:
+        visitor.close()
+
+
+_ESCAPED_UNDERSCORE = re.compile(r"\\_")
+
+
+def _maths(text: str) -> list[str]:
+    """The $...$ and $$...$$ formulas of a markdown text (code spans and blocks left out)."""
+    text = re.sub(r"```.*?```|`[^`\n]*`", " ", text, flags=re.S)
+    return re.findall(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", text, flags=re.S)
+
+
+def test_no_formula_carries_a_literal_backslash_underscore():
+    r"""``\_`` in a formula typesets a visible underscore (a markdown escape that reached TeX);
+    a subscript is ``_`` and a name in a formula is ``\mathrm{...}`` or plain text."""
+    found = []
+    sources = {path.name: [
+        "".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]
+        if cell["cell_type"] == "markdown"] + [
+        cell["metadata"].get("mystnb", {}).get("figure", {}).get("caption", "")
+        for cell in json.loads(path.read_text())["cells"]] for path in NOTEBOOKS}
+    for page in ("index.md", "notation.md", "glossary.md", "bibliography.md"):
+        sources[page] = [(ROOT / page).read_text()]
+    for name, texts in sources.items():
+        for text in texts:
+            for display, inline in _maths(text):
+                formula = display or inline
+                if _ESCAPED_UNDERSCORE.search(formula):
+                    found.append(f"{name}: ${formula.strip()[:60]}$")
+    assert not found, f"formulas with a literal \\_: {found}"
+
+
+def test_retag_solutions_folds_code_and_output_together():
+    """``tools/notebooks.py retag-solutions`` turns an older solution cell (hide-input: only the
+    code folded) into one the template accepts, keeps other tags, and is idempotent."""
+    import nbformat
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import notebooks as tool
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    old = nbformat.v4.new_code_cell("# Solution to Exercise 5.1\nprint(42)", metadata={
+        "tags": ["hide-input", "other"], "jupyter": {"source_hidden": True},
+        "mystnb": {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}})
+    plain = nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["hide-input"]})
+    nb = nbformat.v4.new_notebook(cells=[plain, old])
+    assert not tool.is_folded_solution(old)
+    assert tool.retagged_solutions(nb) == 1
+    assert tool.is_folded_solution(old) and "other" in old.metadata["tags"]
+    assert plain.metadata["tags"] == ["hide-input"], "only solution cells change"
+    assert tool.retagged_solutions(nb) == 0

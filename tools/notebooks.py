@@ -6,6 +6,8 @@
                                                     # breaks the line length or chapter template
     python tools/notebooks.py determinism NOTEBOOK...  # run each twice (temporary copies), compare
                                                        # outputs, streams joined as nbval joins them
+    python tools/notebooks.py retag-solutions NOTEBOOK...  # give solution cells the metadata of
+                                                           # rule 4 (folds code and outputs)
 
 Normalised means: outputs and execution counts kept; volatile metadata (timings, widget state,
 the kernel's exact Python version) dropped; written by nbformat with sorted keys, so diffs stay small.
@@ -26,10 +28,15 @@ up), the chapter template:
    this order, ``## Common misconceptions``, ``## Summary``, ``## Exercises``, ``## References``.
 4. Exercises. In the Exercises section each exercise starts a markdown cell with
    ``**Exercise N.M.**`` (N = chapter number, M = 1, 2, ... in order) and is followed, before the
-   next exercise, by exactly one solution: a code cell tagged ``hide-input`` whose first line is
+   next exercise, by exactly one solution: a code cell whose first line is
    ``# Solution to Exercise N.M`` (a neutral comment, so a collapsed cell in Jupyter shows no
-   answer) with ``{"mystnb": {"code_prompt_show": "Show solution"}}``. No other cell of the
-   section is tagged ``hide-input``.
+   answer) with the metadata SOLUTION_METADATA: tagged ``hide-cell``, so that the site folds its
+   code AND its outputs behind one "Show solution" toggle (``hide-input`` would fold the code
+   only and leave the answer it prints in view), and ``jupyter.source_hidden`` and
+   ``jupyter.outputs_hidden``, so that JupyterLab folds both too. ``retag-solutions`` converts a
+   solution cell of the older form (tagged ``hide-input``) to this one. No other cell of the
+   section is tagged ``hide-input`` or ``hide-cell``; set-up and check cells keep ``hide-input``
+   (their outputs stay in view).
 5. Check cells. A code cell that only runs checks (it calls ``check_close``/``check_true``,
    prints nothing but ``PASS`` lines and their witnesses, shows no figure, defines no function, and nothing it
    assigns is used by a later cell) is tagged ``hide-input`` with
@@ -71,6 +78,12 @@ SITE_COLUMN_PX = 720  # width of a figure in the site's text column at 1280 px (
 MIN_TEXT_PX = 9.0
 CAPTION_TAG = "remove-cell"
 PROMPTS = {"setup": "Show the set-up", "check": "Show the check", "solution": "Show solution"}
+SOLUTION_TAG = "hide-cell"
+SOLUTION_METADATA = {
+    "jupyter": {"source_hidden": True, "outputs_hidden": True},
+    "mystnb": {"code_prompt_show": PROMPTS["solution"], "code_prompt_hide": "Hide solution"},
+    "tags": [SOLUTION_TAG],
+}
 CHECKS = {"check_close", "check_true"}
 LAST_SECTIONS = ["Common misconceptions", "Summary", "Exercises", "References"]
 
@@ -416,21 +429,57 @@ def _exercise_problems(cells, start, end, chapter) -> list[str]:
         if cell.cell_type != "code":
             continue
         first = (cell.source.splitlines() or [""])[0]
-        if "hide-input" in _tags(cell) or first.startswith("# Solution"):
+        if {"hide-input", SOLUTION_TAG} & set(_tags(cell)) or first.startswith("# Solution"):
             solutions += 1
             wanted = f"# Solution to Exercise {chapter}.{current}"
             if current is None or first.strip() != wanted:
                 problems.append(f"cell {index}: a solution's first line must be {wanted!r}, "
                                 f"got {first!r}")
-            if "hide-input" not in _tags(cell) or _prompt(cell) != PROMPTS["solution"]:
-                problems.append(f"cell {index}: a solution must be tagged hide-input with "
-                                f"code_prompt_show {PROMPTS['solution']!r}")
+            if not is_folded_solution(cell):
+                problems.append(f"cell {index}: a solution must be tagged {SOLUTION_TAG} (code "
+                                "and outputs folded) with the metadata "
+                                f"{json.dumps(SOLUTION_METADATA, sort_keys=True)} "
+                                "(run `tools/notebooks.py retag-solutions`)")
     if current is None:
         problems.append("the Exercises section has no **Exercise N.M.** paragraph")
     elif solutions != 1:
         problems.append(f"Exercise {chapter}.{current} has {solutions} solution cells "
                         "(one is needed)")
     return problems
+
+
+def is_folded_solution(cell) -> bool:
+    """Whether a solution cell folds its code and its outputs (rule 4)."""
+    tags = _tags(cell)
+    jupyter = cell.metadata.get("jupyter", {})
+    return (SOLUTION_TAG in tags and "hide-input" not in tags and "hide-output" not in tags
+            and _prompt(cell) == PROMPTS["solution"]
+            and jupyter.get("source_hidden") is True and jupyter.get("outputs_hidden") is True)
+
+
+def retagged_solutions(nb) -> int:
+    """Give every solution cell of ``nb`` (first line ``# Solution to Exercise``) the metadata
+    of rule 4, in place; other tags and metadata are kept. Returns the number of cells changed."""
+    changed = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not cell.source.startswith("# Solution to Exercise"):
+            continue
+        before = json.dumps(cell.metadata, sort_keys=True)
+        tags = [t for t in _tags(cell) if t not in ("hide-input", "hide-output", SOLUTION_TAG)]
+        cell.metadata["tags"] = [*tags, SOLUTION_TAG]
+        cell.metadata.setdefault("jupyter", {}).update(SOLUTION_METADATA["jupyter"])
+        cell.metadata.setdefault("mystnb", {}).update(SOLUTION_METADATA["mystnb"])
+        changed += json.dumps(cell.metadata, sort_keys=True) != before
+    return changed
+
+
+def retag_solutions(path: pathlib.Path) -> int:
+    """Retag the solution cells of the notebook at ``path`` and save it normalised."""
+    nb = nbformat.read(path, as_version=4)
+    changed = retagged_solutions(nb)
+    path.write_text(_text(normalized(nb)))
+    print(f"{path}: {changed} solution cell(s) retagged")
+    return changed
 
 
 def _figure_problems(cells) -> list[str]:
@@ -488,7 +537,8 @@ def witness_problems(nb) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("execute", "normalize", "check", "determinism"))
+    parser.add_argument("command", choices=("execute", "normalize", "check", "determinism",
+                                                 "retag-solutions"))
     parser.add_argument("notebooks", nargs="*", type=pathlib.Path)
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="determinism: kernels run at once (default: up to 2)")
@@ -502,6 +552,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "normalize":
         for path in args.notebooks:
             normalize(path)
+    elif args.command == "retag-solutions":
+        for path in args.notebooks:
+            retag_solutions(path)
     elif args.command == "determinism":
         if args.jobs < 1:
             parser.error("--jobs must be >= 1")
