@@ -104,8 +104,12 @@ class LayerPlan:
 
     @property
     def wavelengths(self):
-        """``2 pi / theta_i`` per pair, in positions (``None`` without RoPE)."""
-        return None if self.inv_freq is None else 2 * np.pi / self.inv_freq
+        """``2 pi / theta_i`` per pair, in positions (``inf`` for a pair that does not turn,
+        ``None`` without RoPE)."""
+        if self.inv_freq is None:
+            return None
+        with np.errstate(divide="ignore"):
+            return np.where(self.inv_freq > 0, 2 * np.pi / self.inv_freq, np.inf)
 
     @property
     def turning_pairs(self):
@@ -214,8 +218,8 @@ class _Defaults:
             return theta is not None, theta
         if key == "partial_rotary_factor":
             params = self.instance.rope_parameters or {}
-            if isinstance(params.get("full_attention"), dict):
-                params = params["full_attention"]
+            if _is_nested(params):
+                params = params.get(layer_type or "full_attention") or {}
             if "partial_rotary_factor" in params:
                 return True, params["partial_rotary_factor"]
             return False, None
@@ -439,8 +443,8 @@ def _scaling_type(model_type, params, field):
         kind = "longrope"  # transformers models/phi3/configuration_phi3.py (backward compatibility)
     if kind == "mrope":
         kind = "default"  # Qwen2-VL / Qwen2.5-VL: M-RoPE's frequencies are RoPE's
-    if kind != "default" and kind not in METHODS:
-        known = ["default", *[m for m in METHODS if m != "ntk"]]
+    if kind != "default" and kind not in METHODS and kind != "proportional":
+        known = ["default", *[m for m in METHODS if m != "ntk"], "proportional"]
         raise ValueError(f"{field}: unknown scaling type {kind!r}; known: {known}")
     if kind == "ntk":
         raise ValueError(f"{field}: 'ntk' is not a transformers scaling type; use 'dynamic'")
@@ -542,8 +546,10 @@ def position_plan(config, *, class_defaults=True):
         layer = LayerPlan(index=i, layer_type=lt, attention=attention, span=span, rope=rope,
                           head_dim=head_dim, context=max_pos)
         if rope:
+            if model_type == "gemma4_text" and lt == "full_attention" and "global_head_dim" in text:
+                layer.head_dim = _int(r.get("global_head_dim"), "global_head_dim")
             if lt not in plans_by_type:
-                plans_by_type[lt] = _rope_plan(model_type, r, lt, head_dim, mla_rope, max_pos)
+                plans_by_type[lt] = _rope_plan(model_type, r, lt, layer.head_dim, mla_rope, max_pos)
             for k, v in plans_by_type[lt].items():
                 setattr(layer, k, v)
         _extras(model_type, r, layer)
@@ -587,8 +593,8 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
         factor = params.get("partial_rotary_factor")
         if factor is None and ("partial_rotary_factor" in r.cfg or "rotary_pct" in r.cfg):
             factor = r.get("partial_rotary_factor", "rotary_pct")
-        if factor is None:
-            found, factor = r.defaults.get("partial_rotary_factor")
+        if factor is None and not field.startswith("rope_parameters"):
+            found, factor = r.defaults.get("partial_rotary_factor", layer_type)
             if found:
                 r.record("partial_rotary_factor", factor, r.defaults.label)
         if factor is None:
@@ -605,6 +611,18 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
         out["scaling_params"]["mrope_section"] = params["mrope_section"]
     if kind == "default":
         out["inv_freq"] = rope_inv_freq(rotary, base=base)
+        return out
+    if kind == "proportional":
+        # Gemma 4's global layers: the first pairs keep the frequencies of the whole head,
+        # theta_i = b^(-2i/head_dim), the others do not turn (theta_i = 0); all divided by
+        # the optional factor (transformers modeling_rope_utils._compute_proportional_rope_parameters).
+        factor = _number(params.get("factor", 1.0), f"{field}.factor")
+        turning = rotary // 2
+        inv_freq = np.zeros(head_dim // 2)
+        inv_freq[:turning] = rope_inv_freq(head_dim, base=base)[:turning]
+        out["inv_freq"] = inv_freq / factor
+        if factor != 1.0:
+            out["scaling_params"]["factor"] = factor
         return out
     original = params.get("original_max_position_embeddings")
     if original is None or model_type == "phi3":  # Phi-3's top-level value wins in transformers
@@ -718,7 +736,7 @@ def _describe(layer):
     if layer.scaling:
         params = ", ".join(f"{k} {v}" for k, v in layer.scaling_params.items()
                            if k not in ("mrope_section",))
-        parts.append(f"{layer.scaling} ({params})")
+        parts.append(f"{layer.scaling} ({params})" if params else layer.scaling)
     return ", ".join(parts)
 
 
@@ -726,8 +744,11 @@ def _details(layer):
     out = []
     if layer.rope:
         lam = layer.wavelengths
-        out.append(f"{layer.rotary_dim // 2} pairs, wavelengths {_num(lam.min())} to "
-                   f"{_num(lam.max())}; {layer.turning_pairs} complete a turn within "
+        finite = lam[np.isfinite(lam)]
+        still = lam.size - finite.size
+        out.append(f"{finite.size} turning pairs{f' (+{still} that do not turn)' if still else ''}, "
+                   f"wavelengths {_num(finite.min())} to "
+                   f"{_num(finite.max())}; {layer.turning_pairs} complete a turn within "
                    f"L = {_num(layer.context)}")
         if layer.span is not None:
             out.append(f"{layer.turning_pairs_in_span} complete a turn within the "
@@ -785,7 +806,7 @@ def plot_plan(plan, path, *, title=None):
     for layer in plan.layers:
         if layer.rope:
             lam = layer.wavelengths
-            grid[layer.index, : lam.size] = np.log10(lam)
+            grid[layer.index, : lam.size] = np.where(np.isfinite(lam), np.log10(lam), np.nan)
     fig, ax = plt.subplots(figsize=(7, 2 + 0.12 * len(plan.layers)))
     im = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis")
     ax.set_xlabel("pair i")

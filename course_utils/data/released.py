@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import re
 
 __all__ = ["ReleasedConfig", "released_config", "released_config_names", "CONFIG_DIR"]
 
@@ -35,8 +36,8 @@ class ReleasedConfig:
         The checkpoint's hub id, e.g. ``"meta-llama/Llama-3.1-8B"``.
     name : str
         A short display name, e.g. ``"Llama 3.1 8B"``.
-    released : str
-        Month of release, ``"YYYY-MM"``.
+    released : str or None
+        Month of release, ``"YYYY-MM"`` (``None`` where no document giving it was found yet).
     released_source, stated_by : str or None
         Where the release date and the values are stated (report, model card); ``None`` where
         no such document has been found yet.
@@ -50,7 +51,7 @@ class ReleasedConfig:
     key: str
     checkpoint: str
     name: str
-    released: str
+    released: str | None
     released_source: str | None
     stated_by: str | None
     source: dict
@@ -77,9 +78,11 @@ def _check_record(key: str, raw: object) -> None:
     extra = sorted(set(raw) - set(_FIELDS))
     if extra:
         raise ValueError(f"{where}: unknown field(s) {extra}")
-    for field in ("checkpoint", "name", "released"):
+    for field in ("checkpoint", "name"):
         if not isinstance(raw[field], str) or not raw[field]:
             raise ValueError(f"{where}: {field} must be a non-empty string")
+    if raw["released"] is not None and not re.fullmatch(r"\d{4}-\d{2}", str(raw["released"])):
+        raise ValueError(f"{where}: released must be 'YYYY-MM' or null")
     for field in ("released_source", "stated_by"):
         if raw[field] is not None and not isinstance(raw[field], str):
             raise ValueError(f"{where}: {field} must be a string or null")
