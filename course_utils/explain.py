@@ -423,6 +423,7 @@ def _rope_params(model_type, r, layer_type):
     if two_bases and layer_type == "sliding_attention" and model_type != "modernbert":
         scaling = {}  # Gemma 3 and OLMo 3 scale the global layers only
     if model_type == "gemma3_text" and layer_type == "sliding_attention":
+        scaling["__theta_key"] = "rope_local_base_freq"
         if "rope_local_base_freq" in r.cfg:
             scaling["rope_theta"] = r.get("rope_local_base_freq")
         else:
@@ -434,6 +435,7 @@ def _rope_params(model_type, r, layer_type):
         key = "local_rope_theta" if layer_type == "sliding_attention" else "global_rope_theta"
         if key in r.cfg:
             scaling["rope_theta"] = r.get(key)
+            scaling["__theta_key"] = key
     return scaling, "rope_scaling"
 
 
@@ -570,23 +572,28 @@ def position_plan(config, *, class_defaults=True):
 
 def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     params, field = _rope_params(model_type, r, layer_type)
+    theta_key = params.pop("__theta_key", None)
     unknown = sorted(set(params) - _ROPE_KEYS)
     if unknown:
         raise ValueError(f"{field}: key(s) {unknown} not understood; known: {sorted(_ROPE_KEYS)}")
     kind = _scaling_type(model_type, params, field)
     base = params.get("rope_theta")
+    base_field = f"{field}.rope_theta"
     if base is None:
+        base_field = "rope_theta"
         legacy = "rotary_emb_base" if model_type == "gpt_neox" else "rope_theta"
         base = r.get("rope_theta", legacy, layer_type=layer_type, required=True,
                      name="rope_theta" if layer_type != "sliding_attention" or model_type not in (
                          "gemma3_text", "modernbert") else f"rope_theta ({layer_type})")
+    elif theta_key is not None:
+        base_field = theta_key
     else:
         r.record(f"{field}.rope_theta", base, FILE)
         if "rope_theta" in r.cfg:  # read too; the dict's value wins in transformers
             r.read.add("rope_theta")
             if r.cfg["rope_theta"] != base:
                 r.record("rope_theta (top level, overridden)", r.cfg["rope_theta"], FILE)
-    base = _number(base, f"{field}.rope_theta")
+    base = _number(base, base_field)
     if mla_rope is not None:
         rotary = _int(mla_rope, "qk_rope_head_dim")
     else:
