@@ -607,7 +607,7 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
         if factor is None:
             factor = 1.0
             r.values.setdefault("partial_rotary_factor",
-                                Value(1.0, "absent: every channel of a head is rotated"))
+                                Value(1.0, "absent (every channel of a head is rotated)"))
         try:
             rotary = partial_rotary_dim(head_dim, _number(factor, "partial_rotary_factor"))
         except ValueError as exc:
@@ -632,9 +632,10 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
             out["scaling_params"]["factor"] = factor
         return out
     original = params.get("original_max_position_embeddings")
-    if original is None or model_type == "phi3":  # Phi-3's top-level value wins in transformers
-        original = r.get("original_max_position_embeddings") if (
-            "original_max_position_embeddings" in r.cfg or original is None) else original
+    if "original_max_position_embeddings" in r.cfg and (original is None or model_type == "phi3"):
+        original = r.get("original_max_position_embeddings")  # Phi-3's top-level value wins
+    if kind == "linear":
+        original = max_pos  # linear scaling has no pre-training length in its formula
     if original is None:
         original = max_pos
         r.values.setdefault("original_max_position_embeddings",

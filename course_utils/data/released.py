@@ -42,8 +42,9 @@ class ReleasedConfig:
         Where the release date and the values are stated (report, model card); ``None`` where
         no such document has been found yet.
     source : dict
-        The public copy the values were read from: ``repo``, ``path``, ``commit`` and an
-        optional ``note``.
+        The public copy the values were read from: ``repo``, ``path``, ``commit`` (a git
+        commit, or a branch for a Hugging Face hub page, then with its ``url``) and an optional
+        ``note``.
     config : dict
         The position-related keys of the released ``config.json``, values verbatim.
     """
@@ -89,6 +90,10 @@ def _check_record(key: str, raw: object) -> None:
     source = raw["source"]
     if not isinstance(source, dict) or any(not isinstance(source.get(f), str) for f in _SOURCE_FIELDS):
         raise ValueError(f"{where}: source must give repo, path and commit as strings")
+    if not re.fullmatch(r"[0-9a-f]{40}", source["commit"]) and not str(
+            source.get("url", "")).startswith("https://huggingface.co/"):
+        raise ValueError(f"{where}: source commit must be a 40-hex git commit, or the source a "
+                         "hub page with its url")
     if not isinstance(raw["config"], dict) or "model_type" not in raw["config"]:
         raise ValueError(f"{where}: config must be an object with a model_type")
 
