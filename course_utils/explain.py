@@ -313,10 +313,20 @@ class _Reader:
         return None
 
 
+_LIMITS = {"num_hidden_layers": 10_000, "head_dim": 65_536, "global_head_dim": 65_536,
+           "qk_rope_head_dim": 65_536, "qk_nope_head_dim": 65_536}
+
+
 def _int(value, field, *, allow_none=False):
     if value is None and allow_none:
         return None
-    return val.positive_int(value, field)
+    try:
+        value = val.positive_int(value, field)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(str(exc) if str(exc).startswith(field) else f"{field}: {exc}") from None
+    if value > _LIMITS.get(field, float("inf")):
+        raise ValueError(f"{field}: {value} is beyond any model (at most {_LIMITS[field]})")
+    return value
 
 
 def _layer_types(model_type, r, n):
@@ -608,6 +618,8 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
             factor = 1.0
             r.values.setdefault("partial_rotary_factor",
                                 Value(1.0, "absent (every channel of a head is rotated)"))
+        if factor == 1 and head_dim % 2:
+            raise ValueError(f"head_dim: RoPE rotates pairs of channels, so it must be even, got {head_dim}")
         try:
             rotary = partial_rotary_dim(head_dim, _number(factor, "partial_rotary_factor"))
         except ValueError as exc:
@@ -652,14 +664,16 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     if factor is None:
         raise ValueError(f"{field}.factor: missing for scaling type {kind!r}")
     factor = _number(factor, f"{field}.factor")
+    if factor < 1:
+        raise ValueError(f"{field}.factor: must be at least 1 (a context extension), got {factor!r}")
     kwargs = {k: params[k] for k in _SCALING_PARAMS[kind] if params.get(k) is not None}
     if kind == "yarn" and "truncate" in kwargs and not isinstance(kwargs["truncate"], bool):
         raise ValueError(f"{field}.truncate: must be true or false")
     try:
-        inv_freq, attention = rope_scaling(kind, rotary, base=base, factor=max(factor, 1.0),
+        inv_freq, attention = rope_scaling(kind, rotary, base=base, factor=factor,
                                            original_max_position_embeddings=original, **kwargs)
         if kind == "longrope":
-            long_inv, _ = rope_scaling(kind, rotary, base=base, factor=max(factor, 1.0),
+            long_inv, _ = rope_scaling(kind, rotary, base=base, factor=factor,
                                        original_max_position_embeddings=original,
                                        seq_len=original + 1, **kwargs)
             out["extras_long"] = long_inv
