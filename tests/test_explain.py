@@ -160,3 +160,28 @@ def test_class_default_is_labelled_with_the_version(transformers):
     assert f"class default (transformers {version}): rope_theta" in text
     with pytest.raises(ValueError, match="rope_theta: not in the file"):
         position_plan(cfg, class_defaults=False)
+
+
+@pytest.mark.parametrize("name", ["gemma3_4b", "deepseek_v3", "phi3_mini_128k", "gemma4_26b",
+                                  "qwen3_next_80b_a3b", "gpt_oss_20b"])
+def test_mangled_released_files_fail_with_a_named_field(name):
+    """Every key of a released file, deleted or set to a wrong value: the plan is made or a
+    ValueError/TypeError is raised, never an error from deeper down (or a huge allocation)."""
+    import copy
+
+    from course_utils.data.released import released_config
+
+    base = released_config(name).config
+    keys = list(base.get("text_config", base))
+    for key in keys:
+        for bad in (None, "x", -3, 0, 1.5, [], {}, True, 10**30, float("nan"), "<deleted>"):
+            cfg = copy.deepcopy(base)
+            text = cfg.get("text_config", cfg)
+            if bad == "<deleted>":
+                del text[key]
+            else:
+                text[key] = bad
+            try:
+                format_plan(position_plan(cfg, class_defaults=False))
+            except (TypeError, ValueError) as exc:
+                assert str(exc)
