@@ -350,18 +350,19 @@ def _layer_types(model_type, r, n):
     if model_type == "gemma3_text":
         p = _int(r.get("sliding_window_pattern", required=True), "sliding_window_pattern")
         return ["sliding_attention" if (i + 1) % p else "full_attention" for i in range(n)], None, \
-            f"gemma3_text: every {p}th layer global (sliding_window_pattern)"
+            f"gemma3_text: layers {p - 1}, {2 * p - 1}, ... global (sliding_window_pattern {p})"
     if model_type == "olmo3":
         return ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(n)], None, \
             "olmo3: every 4th layer global (the config class's rule)"
     if model_type == "modernbert":
         k = _int(r.get("global_attn_every_n_layers", required=True), "global_attn_every_n_layers")
         return ["sliding_attention" if i % k else "full_attention" for i in range(n)], None, \
-            f"modernbert: layer 0 and every {k}th after it global (global_attn_every_n_layers)"
+            f"modernbert: layers 0, {k}, {2 * k}, ... global (global_attn_every_n_layers)"
     if model_type == "qwen3_next":
         k = _int(r.get("full_attention_interval", required=True), "full_attention_interval")
-        return ["linear_attention" if (i + 1) % k else "full_attention" for i in range(n)], None, \
-            f"qwen3_next: every {k}th layer attention, the others linear (full_attention_interval)"
+        types = ["linear_attention" if (i + 1) % k else "full_attention" for i in range(n)]
+        return types, None, (f"qwen3_next: layers {k - 1}, {2 * k - 1}, ... attend, the others "
+                             f"are linear (full_attention_interval {k})")
     if model_type == "llama4_text":
         flags = _rope_flags(model_type, r, n)
         return ["chunked_attention" if f else "full_attention" for f in flags], flags, \
@@ -541,9 +542,12 @@ def position_plan(config, *, class_defaults=True):
 
     types, flags, rule = _layer_types(model_type, r, n)
     notes.append(rule)
-    window = r.get("sliding_window") if "sliding_attention" in types else None
+    window = r.get("sliding_window") if "sliding_attention" in types and \
+        model_type != "modernbert" else None
     if model_type == "modernbert" and "sliding_attention" in types:
         window = _int(r.get("local_attention", required=True), "local_attention")
+        notes.append(f"modernbert is an encoder: its local layers see {window // 2} positions on "
+                     "either side (local_attention is the whole window)")
     chunk = r.get("attention_chunk_size", required=True) if "chunked_attention" in types else None
 
     plans_by_type = {}
