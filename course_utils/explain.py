@@ -673,6 +673,19 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     kwargs = {k: params[k] for k in _SCALING_PARAMS[kind] if params.get(k) is not None}
     if kind == "yarn" and "truncate" in kwargs and not isinstance(kwargs["truncate"], bool):
         raise ValueError(f"{field}.truncate: must be true or false")
+    if kind == "llama3" and kwargs.get("low_freq_factor") is not None and \
+            kwargs.get("low_freq_factor") == kwargs.get("high_freq_factor"):
+        # Llama 4 Scout gives both factors 1: the blended band is empty, so transformers'
+        # _compute_llama3_parameters divides by the factor exactly the pairs whose wavelength
+        # exceeds L / low_freq_factor and keeps the others.
+        low = _number(kwargs["low_freq_factor"], f"{field}.low_freq_factor")
+        theta = rope_inv_freq(rotary, base=base)
+        divided, _ = rope_scaling("linear", rotary, base=base, factor=factor,
+                                  original_max_position_embeddings=original)
+        out.update(inv_freq=np.where(2 * np.pi / theta > original / low, divided, theta),
+                   attention_factor=1.0, context=original,
+                   scaling_params={**out["scaling_params"], "factor": factor, **kwargs})
+        return out
     try:
         inv_freq, attention = rope_scaling(kind, rotary, base=base, factor=factor,
                                            original_max_position_embeddings=original, **kwargs)

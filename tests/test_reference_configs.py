@@ -125,3 +125,22 @@ def test_class_defaults_are_the_class_s(transformers):
                     transformers.__version__.split(".")[:2]) + ")"
                 if key in ("head_dim", "max_position_embeddings", "sliding_window"):
                     assert getattr(config, key) == value.value, (name, key)
+
+
+def test_unseen_llama4_style_config_matches_transformers(transformers, torch):
+    """A Llama 4 Scout-like text config (not stored: no public copy was found): NoPE every 4th
+    layer, chunked attention elsewhere, llama3 scaling with equal low and high factors."""
+    cfg = {"model_type": "llama4_text", "num_hidden_layers": 8, "hidden_size": 512,
+           "num_attention_heads": 4, "head_dim": 128, "attention_chunk_size": 8192,
+           "no_rope_layers": [], "rope_theta": 500000.0, "max_position_embeddings": 10485760,
+           "attn_temperature_tuning": True, "floor_scale": 8192, "attn_scale": 0.1,
+           "rope_scaling": {"factor": 16.0, "high_freq_factor": 1.0, "low_freq_factor": 1.0,
+                            "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+    plan = position_plan(cfg)
+    config = transformers.AutoConfig.for_model(**cfg)
+    assert plan.layer_types() == list(config.layer_types)
+    assert [int(layer.rope) for layer in plan.layers] == list(config.no_rope_layers)
+    rotary = _rotary(torch, config)
+    layer = plan.by_layer_type()["chunked_attention"]
+    np.testing.assert_allclose(layer.inv_freq, rotary.inv_freq.double().numpy(), rtol=2e-6)
+    assert layer.attention_factor == pytest.approx(float(rotary.attention_scaling))
