@@ -1,0 +1,890 @@
+"""The position plan of a model config: what each layer does with token positions.
+
+:func:`position_plan` reads a Hugging Face ``config.json`` (a dict or a path; a multimodal file
+is read through its ``text_config``) and returns, per layer: the attention kind (full, sliding
+window ``W``, chunked ``C``, or ``none`` for linear-attention layers, which attend over no
+positions), RoPE or NoPE, the base, the scaling type and its parameters, the rotated width per
+head (partial factor, MLA's ``qk_rope_head_dim``), the per-pair wavelengths after scaling, how
+many pairs complete a turn within the original context, the attention factor on cos and sin
+and the other temperatures (DeepSeek's mscale, Llama 4's NoPE-layer tuning, Gemma's
+``query_pre_attn_scalar``), and attention sinks.
+
+Every value is labelled with where it came from: the file, or, for a key the file omits, the
+default of the config class that transformers instantiates for it (``"class default
+(transformers X.Y)"``, looked up in the installed transformers at run time). A value neither in
+the file nor in the class is unknown; where the plan needs it, that is an error naming the key.
+Keys the plan does not interpret are listed as such.
+
+The frequencies come from :func:`course_utils.rope.rope_inv_freq` and
+:func:`course_utils.scaling.rope_scaling`; ``tests/test_reference_configs.py`` compares them,
+layer type by layer type, with transformers' rotary classes for every stored configuration.
+
+Command line::
+
+    python -m course_utils.explain config.json [--plot layers.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import sys
+import textwrap
+
+import numpy as np
+
+from . import _validate as val
+from .modern import deepseek_softmax_scale, partial_rotary_dim
+from .rope import rope_inv_freq
+from .scaling import METHODS, rope_scaling
+
+__all__ = ["LayerPlan", "PositionPlan", "Value", "position_plan", "format_plan", "plot_plan",
+           "fold_layers", "main"]
+
+FILE = "file"
+UNKNOWN = "unknown"
+LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
+
+# Keys of a rope_scaling / rope_parameters dict the plan reads.
+_ROPE_KEYS = {"rope_type", "type", "rope_theta", "factor", "original_max_position_embeddings",
+              "partial_rotary_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+              "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
+              "short_factor", "long_factor", "mrope_section", "mrope_interleaved"}
+_SCALING_PARAMS = {  # rope_scaling's keyword arguments per method (course_utils.scaling)
+    "linear": (), "dynamic": (),
+    "yarn": ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate"),
+    "llama3": ("low_freq_factor", "high_freq_factor"),
+    "longrope": ("short_factor", "long_factor", "attention_factor"),
+}
+_SINKS = {"gpt_oss": "a learned sink logit per head (transformers models/gpt_oss/modeling_gpt_oss.py, "
+                     "GptOssAttention.sinks)"}
+_QWEN_WINDOW = {"qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl_text", "qwen2_5_vl_text"}
+_EVERY_LAYER_WINDOW = {"mistral", "mixtral", "phi3", "starcoder2"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    """A value the plan used, and where it came from: ``"file"`` (or ``"file: <key>"`` when read
+    under another name), ``"class default (transformers X.Y)"``, ``"derived: ..."``, or
+    ``"unknown"``."""
+
+    value: object
+    source: str
+
+
+@dataclasses.dataclass
+class LayerPlan:
+    """What one layer does with positions.
+
+    ``layer_type`` uses transformers' names (``"full_attention"``, ``"sliding_attention"``,
+    ``"chunked_attention"``, ``"linear_attention"``); ``attention`` is ``"full"``,
+    ``"sliding"``, ``"chunked"`` or ``"none"``; ``span`` the window or chunk length.
+    ``inv_freq`` is ``None`` in a layer without RoPE. ``context`` is the original context ``L``
+    (``original_max_position_embeddings`` when the layer's RoPE is scaled, else
+    ``max_position_embeddings``).
+    """
+
+    index: int
+    layer_type: str
+    attention: str
+    span: int | None
+    rope: bool
+    base: float | None = None
+    scaling: str | None = None
+    scaling_params: dict = dataclasses.field(default_factory=dict)
+    head_dim: int | None = None
+    rotary_dim: int | None = None
+    inv_freq: np.ndarray | None = None
+    attention_factor: float | None = None
+    context: int | None = None
+    extras: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def wavelengths(self):
+        """``2 pi / theta_i`` per pair, in positions (``inf`` for a pair that does not turn,
+        ``None`` without RoPE)."""
+        if self.inv_freq is None:
+            return None
+        with np.errstate(divide="ignore"):
+            return np.where(self.inv_freq > 0, 2 * np.pi / self.inv_freq, np.inf)
+
+    @property
+    def turning_pairs(self):
+        """How many pairs complete at least one turn within ``context`` positions."""
+        if self.inv_freq is None or self.context is None:
+            return None
+        return int(np.sum(self.wavelengths <= self.context))
+
+    @property
+    def turning_pairs_in_span(self):
+        """How many pairs complete a turn within the window or chunk (``None`` if none)."""
+        if self.inv_freq is None or self.span is None:
+            return None
+        return int(np.sum(self.wavelengths <= self.span))
+
+    def signature(self):
+        """Everything but the index and the arrays: equal signatures fold into one run."""
+        params = tuple(sorted((k, _hashable(v)) for k, v in self.scaling_params.items()))
+        extras = tuple(sorted((k, _hashable(v)) for k, v in self.extras.items()))
+        return (self.layer_type, self.attention, self.span, self.rope, self.base, self.scaling,
+                params, self.head_dim, self.rotary_dim, self.attention_factor, self.context, extras)
+
+
+@dataclasses.dataclass
+class PositionPlan:
+    """The plan of a whole config: ``layers`` (one :class:`LayerPlan` each), ``values`` (every
+    value used, name to :class:`Value`), ``not_interpreted`` (keys read but not used),
+    ``notes`` (sentences on how the plan read the file) and ``model_type``."""
+
+    model_type: str
+    layers: list
+    values: dict
+    not_interpreted: list
+    notes: list
+    text_config: bool
+
+    def layer_types(self):
+        """The ``layer_type`` of every layer, as transformers names them."""
+        return [layer.layer_type for layer in self.layers]
+
+    def by_layer_type(self):
+        """The first layer of each ``layer_type``, in order of appearance."""
+        out = {}
+        for layer in self.layers:
+            out.setdefault(layer.layer_type, layer)
+        return out
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    return v
+
+
+# --------------------------------------------------------------------------------------------
+# Class defaults, looked up in the installed transformers.
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError:  # pragma: no cover - exercised only without the reference extra
+        return None
+    return transformers
+
+
+def _default_label():
+    tf = _transformers()
+    if tf is None:
+        return None
+    major_minor = ".".join(tf.__version__.split(".")[:2])
+    return f"class default (transformers {major_minor})"
+
+
+class _Defaults:
+    """The defaults of the config class transformers uses for ``model_type``."""
+
+    def __init__(self, model_type, enabled=True):
+        self.model_type = model_type
+        self.cls = None
+        self.label = None
+        self._instance = None
+        tf = _transformers() if enabled else None
+        if tf is not None:
+            from transformers import CONFIG_MAPPING
+            if model_type in CONFIG_MAPPING:
+                self.cls = CONFIG_MAPPING[model_type]
+                self.label = _default_label()
+
+    @property
+    def instance(self):
+        if self._instance is None and self.cls is not None:
+            self._instance = self.cls()
+        return self._instance
+
+    def get(self, key, layer_type=None):
+        """The class default of ``key`` (``(found, value)``); ``layer_type`` picks the entry of a
+        per-type default (``default_theta`` of Gemma 3 and ModernBERT)."""
+        if self.cls is None:
+            return False, None
+        if key == "rope_theta":
+            theta = getattr(self.cls, "default_theta", None)
+            if isinstance(theta, dict):
+                theta = theta["local" if layer_type == "sliding_attention" else "global"]
+            return theta is not None, theta
+        if key == "partial_rotary_factor":
+            params = self.instance.rope_parameters or {}
+            if _is_nested(params):
+                params = params.get(layer_type or "full_attention") or {}
+            if "partial_rotary_factor" in params:
+                return True, params["partial_rotary_factor"]
+            return False, None
+        if key == "sliding_window_pattern" and hasattr(self.instance, "_sliding_window_pattern"):
+            return True, self.instance._sliding_window_pattern
+        if key in ("full_attention_interval", "global_attn_every_n_layers"):
+            types = getattr(self.instance, "layer_types", None) or []
+            full = [i for i, t in enumerate(types) if t == "full_attention"]
+            if key == "full_attention_interval" and full:
+                return True, full[0] + 1
+            if key == "global_attn_every_n_layers" and len(full) > 1:
+                return True, full[1] - full[0]
+            return False, None
+        fields = getattr(self.cls, "__dataclass_fields__", {})
+        if key in fields and fields[key].default is not dataclasses.MISSING:
+            return True, fields[key].default
+        return False, None
+
+
+# --------------------------------------------------------------------------------------------
+# Reading the file.
+
+def _load(config):
+    if isinstance(config, (str, os.PathLike)):
+        path = pathlib.Path(config)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ValueError(f"config: cannot read {str(path)!r} ({exc.strerror})") from None
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"config: {path.name} is not JSON ({exc.msg} at line {exc.lineno}, "
+                             f"column {exc.colno})") from None
+    elif hasattr(config, "config") and isinstance(config.config, dict):
+        config = config.config  # a ReleasedConfig
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict, a path to a JSON file or a ReleasedConfig, "
+                        f"got {type(config).__name__}")
+    return config
+
+
+def _text_part(config):
+    """``(text_config, outer_keys, outer_model_type)``."""
+    if "text_config" not in config:
+        return config, {}, None
+    text = config["text_config"]
+    if not isinstance(text, dict):
+        raise ValueError(f"text_config must be a JSON object, got {type(text).__name__}")
+    text = dict(text)
+    outer = {k: v for k, v in config.items() if k != "text_config"}
+    if "model_type" not in text and "model_type" in outer:
+        tf = _transformers()
+        if tf is not None:
+            from transformers import CONFIG_MAPPING
+            cls = CONFIG_MAPPING.get(outer["model_type"]) if outer["model_type"] in CONFIG_MAPPING else None
+            sub = getattr(cls, "sub_configs", {}).get("text_config") if cls else None
+            if sub is not None and getattr(sub, "model_type", None):
+                text["model_type"] = sub.model_type
+    return text, outer, outer.get("model_type")
+
+
+class _Reader:
+    """Values of the text config with their provenance."""
+
+    def __init__(self, cfg, defaults):
+        self.cfg = cfg
+        self.defaults = defaults
+        self.values = {}
+        self.read = set()
+
+    def record(self, name, value, source):
+        self.values.setdefault(name, Value(value, source))
+        return value
+
+    def get(self, key, *aliases, layer_type=None, default=True, required=False, name=None):
+        name = name or key
+        for k in (key, *aliases):
+            if k in self.cfg:
+                self.read.add(k)
+                return self.record(name, self.cfg[k], FILE if k == key else f"{FILE}: {k}")
+        if default:
+            found, value = self.defaults.get(key, layer_type)
+            if found:
+                return self.record(name, value, self.defaults.label)
+        if required:
+            where = (f"the {self.defaults.cls.__name__} class" if self.defaults.cls is not None
+                     else "any config class (transformers not installed, or an unknown model_type)")
+            raise ValueError(f"{key}: not in the file and no default in {where}")
+        self.record(name, None, UNKNOWN)
+        return None
+
+
+_LIMITS = {"num_hidden_layers": 10_000, "head_dim": 65_536, "global_head_dim": 65_536,
+           "qk_rope_head_dim": 65_536, "qk_nope_head_dim": 65_536}
+
+
+def _int(value, field, *, allow_none=False):
+    if value is None and allow_none:
+        return None
+    try:
+        value = val.positive_int(value, field)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(str(exc) if str(exc).startswith(field) else f"{field}: {exc}") from None
+    if value > _LIMITS.get(field, float("inf")):
+        raise ValueError(f"{field}: {value} is beyond any model (at most {_LIMITS[field]})")
+    return value
+
+
+def _layer_types(model_type, r, n):
+    """``(layer_types, rope_flags, note)``; rope_flags is None when every attention layer
+    rotates."""
+    if "layer_types" in r.cfg:
+        types = r.get("layer_types")
+        if not isinstance(types, list) or len(types) != n:
+            got = len(types) if isinstance(types, list) else type(types).__name__
+            raise ValueError(f"layer_types: must list one type per layer (num_hidden_layers = {n}), "
+                             f"got {got}")
+        bad = sorted({t for t in types if t not in LAYER_TYPES})
+        if bad:
+            raise ValueError(f"layer_types: unknown layer type(s) {bad}; known: {list(LAYER_TYPES)}")
+        types = list(types)
+        flags = _rope_flags(model_type, r, n) if model_type in ("llama4_text", "smollm3") else None
+        return types, flags, "layer_types from the file"
+    if model_type == "gemma2" or model_type == "gpt_oss":
+        return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)], None, \
+            f"{model_type}: every second layer global (the config class's rule)"
+    if model_type == "gemma3_text":
+        p = _int(r.get("sliding_window_pattern", required=True), "sliding_window_pattern")
+        return ["sliding_attention" if (i + 1) % p else "full_attention" for i in range(n)], None, \
+            f"gemma3_text: layers {p - 1}, {2 * p - 1}, ... global (sliding_window_pattern {p})"
+    if model_type == "olmo3":
+        return ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(n)], None, \
+            "olmo3: every 4th layer global (the config class's rule)"
+    if model_type == "modernbert":
+        k = _int(r.get("global_attn_every_n_layers", required=True), "global_attn_every_n_layers")
+        return ["sliding_attention" if i % k else "full_attention" for i in range(n)], None, \
+            f"modernbert: layers 0, {k}, {2 * k}, ... global (global_attn_every_n_layers)"
+    if model_type == "qwen3_next":
+        k = _int(r.get("full_attention_interval", required=True), "full_attention_interval")
+        types = ["linear_attention" if (i + 1) % k else "full_attention" for i in range(n)]
+        return types, None, (f"qwen3_next: layers {k - 1}, {2 * k - 1}, ... attend, the others "
+                             f"are linear (full_attention_interval {k})")
+    if model_type == "llama4_text":
+        flags = _rope_flags(model_type, r, n)
+        return ["chunked_attention" if f else "full_attention" for f in flags], flags, \
+            "llama4_text: RoPE layers chunked, NoPE layers global (no_rope_layers)"
+    if model_type == "smollm3":
+        flags = _rope_flags(model_type, r, n)
+        use = r.get("use_sliding_window")
+        window = r.get("sliding_window")
+        types = ["sliding_attention" if use and window is not None and not f else "full_attention"
+                 for f in flags]
+        return types, flags, "smollm3: NoPE every no_rope_layer_interval-th layer (no_rope_layers)"
+    if model_type in _QWEN_WINDOW:
+        use = r.get("use_sliding_window")
+        window = r.get("sliding_window")
+        first = r.get("max_window_layers")
+        if use and window is not None:
+            first = _int(first, "max_window_layers")
+            types = ["sliding_attention" if i >= first else "full_attention" for i in range(n)]
+        else:
+            types = ["full_attention"] * n
+        return types, None, (f"{model_type}: sliding window only with use_sliding_window, from "
+                             "layer max_window_layers on")
+    if model_type in _EVERY_LAYER_WINDOW:
+        window = r.get("sliding_window")
+        kind = "full_attention" if window is None else "sliding_attention"
+        return [kind] * n, None, (f"{model_type}: sliding_window, when set, applies to every layer "
+                                  f"(transformers models/{model_type}/modeling_{model_type}.py)")
+    return ["full_attention"] * n, None, "every layer attends to all earlier positions"
+
+
+def _rope_flags(model_type, r, n):
+    flags = r.get("no_rope_layers", default=False)
+    if not flags:  # absent, null or [] : the config class builds it from the interval
+        interval = _int(r.get("no_rope_layer_interval", required=True), "no_rope_layer_interval")
+        flags = [int((i + 1) % interval != 0) for i in range(n)]
+        r.values["no_rope_layers"] = Value(flags, "derived: (l + 1) % no_rope_layer_interval != 0")
+    if not isinstance(flags, list) or len(flags) != n or any(f not in (0, 1) for f in flags):
+        got = len(flags) if isinstance(flags, list) else type(flags).__name__
+        raise ValueError(f"no_rope_layers: must list 0 or 1 for each of the {n} layers, got {got}")
+    return list(flags)
+
+
+def _is_nested(params):
+    return isinstance(params, dict) and any(isinstance(v, dict) for k, v in params.items()
+                                           if k in LAYER_TYPES)
+
+
+def _rope_params(model_type, r, layer_type):
+    """The RoPE parameters of ``layer_type`` and the dotted field they were read from."""
+    if "rope_parameters" in r.cfg and r.cfg["rope_parameters"] is not None:
+        params = r.cfg["rope_parameters"]
+        r.read.add("rope_parameters")
+        r.record("rope_parameters", params, FILE)
+        if not isinstance(params, dict):
+            raise ValueError("rope_parameters: must be a JSON object")
+        if _is_nested(params):
+            if layer_type not in params or not isinstance(params[layer_type], dict):
+                raise ValueError(f"rope_parameters: no entry for layer type {layer_type!r}")
+            return dict(params[layer_type]), f"rope_parameters['{layer_type}']"
+        return dict(params), "rope_parameters"
+    scaling = r.cfg.get("rope_scaling")
+    if "rope_scaling" in r.cfg:
+        r.read.add("rope_scaling")
+        r.record("rope_scaling", scaling, FILE)
+    if scaling is not None and not isinstance(scaling, dict):
+        raise ValueError("rope_scaling: must be a JSON object or null")
+    scaling = dict(scaling or {})
+    two_bases = model_type in ("gemma3_text", "olmo3", "modernbert")
+    if two_bases and layer_type == "sliding_attention" and model_type != "modernbert":
+        scaling = {}  # Gemma 3 and OLMo 3 scale the global layers only
+    if model_type == "gemma3_text" and layer_type == "sliding_attention":
+        scaling["__theta_key"] = "rope_local_base_freq"
+        if "rope_local_base_freq" in r.cfg:
+            scaling["rope_theta"] = r.get("rope_local_base_freq")
+        else:
+            found, theta = r.defaults.get("rope_theta", "sliding_attention")
+            if not found:
+                raise ValueError("rope_local_base_freq: not in the file and no class default")
+            scaling["rope_theta"] = r.record("rope_local_base_freq", theta, r.defaults.label)
+    elif model_type == "modernbert":
+        key = "local_rope_theta" if layer_type == "sliding_attention" else "global_rope_theta"
+        if key in r.cfg:
+            scaling["rope_theta"] = r.get(key)
+            scaling["__theta_key"] = key
+    return scaling, "rope_scaling"
+
+
+def _scaling_type(model_type, params, field):
+    kind = params.get("rope_type", params.get("type", "default"))
+    if model_type == "phi3" and kind in ("su", "yarn"):
+        kind = "longrope"  # transformers models/phi3/configuration_phi3.py (backward compatibility)
+    if kind == "mrope":
+        kind = "default"  # Qwen2-VL / Qwen2.5-VL: M-RoPE's frequencies are RoPE's
+    if kind != "default" and kind not in METHODS and kind != "proportional":
+        known = ["default", *[m for m in METHODS if m != "ntk"], "proportional"]
+        raise ValueError(f"{field}: unknown scaling type {kind!r}; known: {known}")
+    if kind == "ntk":
+        raise ValueError(f"{field}: 'ntk' is not a transformers scaling type; use 'dynamic'")
+    return kind
+
+
+def _number(value, field, *, positive=True):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{field}: must be a number, got {value!r:.40}")
+    if positive and not value > 0:
+        raise ValueError(f"{field}: must be positive, got {value!r}")
+    return value
+
+
+def position_plan(config, *, class_defaults=True):
+    """The position plan of a model config.
+
+    Parameters
+    ----------
+    config : dict, str, os.PathLike or :class:`course_utils.data.released.ReleasedConfig`
+        A ``config.json`` (parsed, or its path). A config with ``text_config`` is read through
+        it (the outer keys are listed as not interpreted).
+    class_defaults : bool
+        Look up the config class's default for a key the file omits (needs transformers). With
+        False, or without transformers, such a key is unknown.
+
+    Returns
+    -------
+    PositionPlan
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is of none of those types.
+    ValueError
+        Naming the field: a file that is not JSON, a missing head size or layer count, a
+        ``layer_types`` or ``no_rope_layers`` list of the wrong length, an unknown scaling type,
+        a parameter of the wrong kind.
+    """
+    raw = _load(config)
+    text, outer, outer_type = _text_part(raw)
+    model_type = text.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise ValueError(f"model_type: must be a string, got {model_type!r:.40}")
+    defaults = _Defaults(model_type, enabled=class_defaults)
+    r = _Reader(text, defaults)
+    r.record("model_type", model_type, FILE if "model_type" in text else UNKNOWN)
+    notes = []
+    if model_type is None:
+        notes.append("no model_type: every value not in the file is unknown")
+    elif defaults.cls is None:
+        notes.append(f"model_type {model_type!r}: no config class found (transformers missing or "
+                     "unknown type); values not in the file are unknown")
+
+    n = _int(r.get("num_hidden_layers", required=True), "num_hidden_layers")
+    max_pos = r.get("max_position_embeddings")
+    if max_pos is not None:
+        max_pos = _int(max_pos, "max_position_embeddings")
+    mla_rope = r.get("qk_rope_head_dim") if model_type in ("deepseek_v2", "deepseek_v3") \
+        or "qk_rope_head_dim" in text else None
+    head_dim = None
+    if mla_rope is not None:
+        nope = _int(r.get("qk_nope_head_dim", required=True), "qk_nope_head_dim")
+        head_dim = nope + _int(mla_rope, "qk_rope_head_dim")
+        r.values["head_dim"] = Value(head_dim, "derived: qk_nope_head_dim + qk_rope_head_dim (MLA)")
+    elif "head_dim" in text or defaults.get("head_dim")[1] is not None:
+        head_dim = r.get("head_dim")
+    if head_dim is None:
+        hidden = r.get("hidden_size")
+        heads = r.get("num_attention_heads")
+        if hidden is None or heads is None:
+            missing = "hidden_size" if hidden is None else "num_attention_heads"
+            raise ValueError(f"head_dim: not in the file, and it cannot be derived as hidden_size / "
+                             f"num_attention_heads ({missing} missing)")
+        hidden = _int(hidden, "hidden_size")
+        heads = _int(heads, "num_attention_heads")
+        if hidden % heads:
+            raise ValueError(f"hidden_size: {hidden} is not a multiple of num_attention_heads {heads}")
+        head_dim = hidden // heads
+        r.values["head_dim"] = Value(head_dim, "derived: hidden_size // num_attention_heads")
+    head_dim = _int(head_dim, "head_dim")
+
+    types, flags, rule = _layer_types(model_type, r, n)
+    notes.append(rule)
+    window = r.get("sliding_window") if "sliding_attention" in types and \
+        model_type != "modernbert" else None
+    if model_type == "modernbert" and "sliding_attention" in types:
+        window = _int(r.get("local_attention", required=True), "local_attention")
+        notes.append(f"modernbert is an encoder: its local layers see {window // 2} positions on "
+                     "either side (local_attention is the whole window)")
+    chunk = r.get("attention_chunk_size", required=True) if "chunked_attention" in types else None
+
+    plans_by_type = {}
+    layers = []
+    for i, lt in enumerate(types):
+        rope = lt != "linear_attention" and (flags is None or bool(flags[i]))
+        attention = {"full_attention": "full", "sliding_attention": "sliding",
+                     "chunked_attention": "chunked", "linear_attention": "none"}[lt]
+        span = {"sliding": window, "chunked": chunk}.get(attention)
+        if span is not None:
+            span = _int(span, "sliding_window" if attention == "sliding" else "attention_chunk_size")
+        layer = LayerPlan(index=i, layer_type=lt, attention=attention, span=span, rope=rope,
+                          head_dim=head_dim, context=max_pos)
+        if rope:
+            if model_type == "gemma4_text" and lt == "full_attention" and "global_head_dim" in text:
+                layer.head_dim = _int(r.get("global_head_dim"), "global_head_dim")
+            if lt not in plans_by_type:
+                plans_by_type[lt] = _rope_plan(model_type, r, lt, layer.head_dim, mla_rope, max_pos)
+            for k, v in plans_by_type[lt].items():
+                setattr(layer, k, v)
+        _extras(model_type, r, layer)
+        layers.append(layer)
+
+    if "attention_chunk_size" in text and "chunked_attention" not in types:
+        r.get("attention_chunk_size")
+        notes.append("attention_chunk_size is set but no layer is chunked")
+    read = r.read | {"model_type", "architectures", "_name_or_path"}
+    not_interpreted = [k for k in text if k not in read]
+    not_interpreted += [f"(outside text_config) {k}" for k in outer if k not in read]
+    if outer_type is not None:
+        notes.insert(0, f"read through text_config of a {outer_type!r} config")
+    return PositionPlan(model_type=model_type, layers=layers, values=r.values,
+                        not_interpreted=not_interpreted, notes=notes,
+                        text_config=outer_type is not None or bool(outer))
+
+
+def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
+    params, field = _rope_params(model_type, r, layer_type)
+    theta_key = params.pop("__theta_key", None)
+    unknown = sorted(set(params) - _ROPE_KEYS)
+    if unknown:
+        raise ValueError(f"{field}: key(s) {unknown} not understood; known: {sorted(_ROPE_KEYS)}")
+    kind = _scaling_type(model_type, params, field)
+    base = params.get("rope_theta")
+    base_field = f"{field}.rope_theta"
+    if base is None:
+        base_field = "rope_theta"
+        legacy = "rotary_emb_base" if model_type == "gpt_neox" else "rope_theta"
+        base = r.get("rope_theta", legacy, layer_type=layer_type, required=True,
+                     name="rope_theta" if layer_type != "sliding_attention" or model_type not in (
+                         "gemma3_text", "modernbert") else f"rope_theta ({layer_type})")
+    elif theta_key is not None:
+        base_field = theta_key
+    else:
+        r.record(f"{field}.rope_theta", base, FILE)
+        if "rope_theta" in r.cfg:  # read too; the dict's value wins in transformers
+            r.read.add("rope_theta")
+            if r.cfg["rope_theta"] != base:
+                r.record("rope_theta (top level, overridden)", r.cfg["rope_theta"], FILE)
+    base = _number(base, base_field)
+    if mla_rope is not None:
+        rotary = _int(mla_rope, "qk_rope_head_dim")
+    else:
+        factor = params.get("partial_rotary_factor")
+        if factor is None and ("partial_rotary_factor" in r.cfg or "rotary_pct" in r.cfg):
+            factor = r.get("partial_rotary_factor", "rotary_pct")
+        if factor is None and not field.startswith("rope_parameters"):
+            found, factor = r.defaults.get("partial_rotary_factor", layer_type)
+            if found:
+                r.record("partial_rotary_factor", factor, r.defaults.label)
+        if factor is None:
+            factor = 1.0
+            r.values.setdefault("partial_rotary_factor",
+                                Value(1.0, "absent (every channel of a head is rotated)"))
+        if factor == 1 and head_dim % 2:
+            raise ValueError(f"head_dim: RoPE rotates pairs of channels, so it must be even, got {head_dim}")
+        try:
+            rotary = partial_rotary_dim(head_dim, _number(factor, "partial_rotary_factor"))
+        except ValueError as exc:
+            raise ValueError(f"partial_rotary_factor: {exc}") from None
+    out = {"base": float(base), "rotary_dim": rotary, "scaling": None if kind == "default" else kind,
+           "scaling_params": {}, "attention_factor": 1.0}
+    if "mrope_section" in params:
+        out["scaling_params"]["mrope_section"] = params["mrope_section"]
+    if kind == "default":
+        out["inv_freq"] = rope_inv_freq(rotary, base=base)
+        return out
+    if kind == "proportional":
+        # Gemma 4's global layers: the first pairs keep the frequencies of the whole head,
+        # theta_i = b^(-2i/head_dim), the others do not turn (theta_i = 0); all divided by
+        # the optional factor (transformers modeling_rope_utils._compute_proportional_rope_parameters).
+        factor = _number(params.get("factor", 1.0), f"{field}.factor")
+        turning = rotary // 2
+        inv_freq = np.zeros(head_dim // 2)
+        inv_freq[:turning] = rope_inv_freq(head_dim, base=base)[:turning]
+        out["inv_freq"] = inv_freq / factor
+        if factor != 1.0:
+            out["scaling_params"]["factor"] = factor
+        return out
+    original = params.get("original_max_position_embeddings")
+    if "original_max_position_embeddings" in r.cfg and (original is None or model_type == "phi3"):
+        original = r.get("original_max_position_embeddings")  # Phi-3's top-level value wins
+    if kind == "linear":
+        original = max_pos  # linear scaling has no pre-training length in its formula
+    if original is None:
+        original = max_pos
+        r.values.setdefault("original_max_position_embeddings",
+                            Value(max_pos, "derived: max_position_embeddings (transformers' rule)"))
+    if original is None:
+        raise ValueError(f"{field}.original_max_position_embeddings: not in the file, and no "
+                         "max_position_embeddings to take it from")
+    original = _int(original, f"{field}.original_max_position_embeddings")
+    factor = params.get("factor")
+    if factor is None and kind in ("yarn", "longrope"):
+        if max_pos is None:
+            raise ValueError(f"{field}.factor: missing, and no max_position_embeddings to derive it")
+        factor = max_pos / original  # transformers' rule when factor is absent
+    if factor is None:
+        raise ValueError(f"{field}.factor: missing for scaling type {kind!r}")
+    factor = _number(factor, f"{field}.factor")
+    if factor < 1:
+        raise ValueError(f"{field}.factor: must be at least 1 (a context extension), got {factor!r}")
+    kwargs = {k: params[k] for k in _SCALING_PARAMS[kind] if params.get(k) is not None}
+    if kind == "yarn" and "truncate" in kwargs and not isinstance(kwargs["truncate"], bool):
+        raise ValueError(f"{field}.truncate: must be true or false")
+    if kind == "llama3" and kwargs.get("low_freq_factor") is not None and \
+            kwargs.get("low_freq_factor") == kwargs.get("high_freq_factor"):
+        # Llama 4 Scout gives both factors 1: the blended band is empty, so transformers'
+        # _compute_llama3_parameters divides by the factor exactly the pairs whose wavelength
+        # exceeds L / low_freq_factor and keeps the others.
+        low = _number(kwargs["low_freq_factor"], f"{field}.low_freq_factor")
+        theta = rope_inv_freq(rotary, base=base)
+        divided, _ = rope_scaling("linear", rotary, base=base, factor=factor,
+                                  original_max_position_embeddings=original)
+        out.update(inv_freq=np.where(2 * np.pi / theta > original / low, divided, theta),
+                   attention_factor=1.0, context=original,
+                   scaling_params={**out["scaling_params"], "factor": factor, **kwargs})
+        return out
+    try:
+        inv_freq, attention = rope_scaling(kind, rotary, base=base, factor=factor,
+                                           original_max_position_embeddings=original, **kwargs)
+        if kind == "longrope":
+            long_inv, _ = rope_scaling(kind, rotary, base=base, factor=factor,
+                                       original_max_position_embeddings=original,
+                                       seq_len=original + 1, **kwargs)
+            out["extras_long"] = long_inv
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{field}: {exc}") from None
+    out.update(inv_freq=inv_freq, attention_factor=float(attention), context=original,
+               scaling_params={**out["scaling_params"], "factor": factor, **{
+                   k: v for k, v in kwargs.items() if k not in ("short_factor", "long_factor")}})
+    if kind == "dynamic":
+        out["scaling_params"]["note"] = "base grows once a sequence passes L"
+    return out
+
+
+def _extras(model_type, r, layer):
+    long_inv = layer.__dict__.pop("extras_long", None)
+    if long_inv is not None:
+        layer.extras["past L"] = "long_factor frequencies (shortest wavelength %.3g)" % float(
+            (2 * np.pi / long_inv).min())
+    if model_type in _SINKS:
+        layer.extras["sinks"] = _SINKS[model_type]
+    if model_type == "llama4_text" and not layer.rope:
+        if r.get("attn_temperature_tuning"):
+            floor = r.get("floor_scale")
+            scale = r.get("attn_scale")
+            layer.extras["temperature"] = (f"queries x (1 + {scale} ln(1 + floor((m + 1) / {floor})))"
+                                           " (attn_temperature_tuning)")
+    if layer.rope and model_type in ("deepseek_v2", "deepseek_v3"):
+        nope = r.get("qk_nope_head_dim", required=True)
+        params = r.cfg.get("rope_parameters") or r.cfg.get("rope_scaling") or {}
+        params = {**params}
+        if "type" in params and "rope_type" not in params:
+            params["rope_type"] = params.pop("type")
+        qk = _int(nope, "qk_nope_head_dim") + layer.rotary_dim
+        scale = deepseek_softmax_scale(qk, {k: v for k, v in params.items()
+                                            if k in ("rope_type", "factor", "mscale_all_dim")})
+        layer.extras["softmax scale"] = round(scale, 8)
+    if "query_pre_attn_scalar" in r.cfg and layer.attention != "none":
+        q = _number(r.get("query_pre_attn_scalar"), "query_pre_attn_scalar")
+        layer.extras["softmax scale"] = round(q ** -0.5, 8)
+
+
+# --------------------------------------------------------------------------------------------
+# Printing and plotting.
+
+def fold_layers(indices):
+    """Runs of consecutive layer indices: ``[0, 1, 2, 4]`` -> ``"0-2, 4"``."""
+    indices = sorted(indices)
+    runs = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    parts = [f"{a}-{b}" if b > a else f"{a}" for a, b in runs]
+    if len(parts) > 6:
+        parts = parts[:4] + ["...", parts[-1]]
+    return ", ".join(parts)
+
+
+def _num(x):
+    if x is None:
+        return "?"
+    if float(x).is_integer():
+        return f"{int(x):,}".replace(",", " ")
+    return f"{x:.6g}"
+
+
+def _describe(layer):
+    if layer.attention == "none":
+        head = "no attention over positions (linear attention)"
+    elif layer.attention == "full":
+        head = "full attention"
+    else:
+        head = f"{layer.attention} {_num(layer.span)}"
+    if not layer.rope:
+        return f"{head}, NoPE" if layer.attention != "none" else head
+    parts = [head, f"RoPE base {_num(layer.base)}"]
+    if layer.rotary_dim != layer.head_dim:
+        parts.append(f"rotates {layer.rotary_dim} of {layer.head_dim} channels")
+    else:
+        parts.append(f"head dim {layer.head_dim}")
+    if layer.scaling:
+        params = ", ".join(f"{k} {v}" for k, v in layer.scaling_params.items()
+                           if k not in ("mrope_section",))
+        parts.append(f"{layer.scaling} ({params})" if params else layer.scaling)
+    return ", ".join(parts)
+
+
+def _details(layer):
+    out = []
+    if layer.rope:
+        lam = layer.wavelengths
+        finite = lam[np.isfinite(lam)]
+        still = lam.size - finite.size
+        out.append(f"{finite.size} turning pairs{f' (+{still} that do not turn)' if still else ''}, "
+                   f"wavelengths {_num(finite.min())} to "
+                   f"{_num(finite.max())}; {layer.turning_pairs} complete a turn within "
+                   f"L = {_num(layer.context)}")
+        if layer.span is not None:
+            out.append(f"{layer.turning_pairs_in_span} complete a turn within the "
+                       f"{layer.attention} span {_num(layer.span)}")
+        if layer.attention_factor not in (None, 1.0):
+            out.append(f"attention factor on cos and sin {layer.attention_factor:.6g}")
+        if "mrope_section" in layer.scaling_params:
+            out.append(f"M-RoPE sections (t, h, w pairs) {layer.scaling_params['mrope_section']}")
+    out += [f"{k}: {v}" for k, v in layer.extras.items()]
+    return out
+
+
+def format_plan(plan, *, title=None):
+    """The plan as text: runs of equal layers folded, then the values and their sources."""
+    lines = []
+    if title:
+        lines.append(title)
+    lines.append(f"model_type {plan.model_type}, {len(plan.layers)} layers")
+    for note in plan.notes:
+        lines.append(f"  ({note})")
+    groups = {}
+    for layer in plan.layers:
+        groups.setdefault(layer.signature(), []).append(layer)
+    for members in sorted(groups.values(), key=lambda g: g[0].index):
+        first = members[0]
+        label = "layer" if len(members) == 1 else "layers"
+        lines.append(f"{label} {fold_layers([m.index for m in members])}: {_describe(first)}")
+        lines += [f"    {d}" for d in _details(first)]
+    by_source = {}
+    for name, value in plan.values.items():
+        by_source.setdefault(value.source, []).append((name, value.value))
+    for source in sorted(by_source, key=lambda s: (s != FILE, s)):
+        items = ", ".join(f"{k} {_short(v)}" for k, v in by_source[source])
+        lines.append(textwrap.fill(f"{source}: {items}", width=88, subsequent_indent="    "))
+    if plan.not_interpreted:
+        lines.append(textwrap.fill("not interpreted: " + ", ".join(plan.not_interpreted),
+                                   width=88, subsequent_indent="    "))
+    return "\n".join(lines)
+
+
+def _short(value):
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def plot_plan(plan, path, *, title=None):
+    """Save a figure of layers (rows) by pairs (columns), coloured by log10 of the wavelength;
+    layers without RoPE are left blank."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    width = max((layer.rotary_dim or 0) // 2 for layer in plan.layers) or 1
+    grid = np.full((len(plan.layers), width), np.nan)
+    for layer in plan.layers:
+        if layer.rope:
+            lam = layer.wavelengths
+            grid[layer.index, : lam.size] = np.where(np.isfinite(lam), np.log10(lam), np.nan)
+    fig, ax = plt.subplots(figsize=(7, 2 + 0.12 * len(plan.layers)))
+    im = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis")
+    ax.set_xlabel("pair i")
+    ax.set_ylabel("layer")
+    ax.set_title(title or f"{plan.model_type}: wavelength per layer and pair")
+    fig.colorbar(im, ax=ax, label="log10 wavelength (positions)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    """``python -m course_utils.explain CONFIG [--plot FILE] [--no-class-defaults]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m course_utils.explain",
+        description="Print the position plan of a model config.json, layer by layer.")
+    parser.add_argument("config", help="path to a config.json, or the name of a stored config")
+    parser.add_argument("--plot", metavar="FILE", help="also save a figure of layers by pairs")
+    parser.add_argument("--no-class-defaults", action="store_true",
+                        help="do not look up the config class's defaults for omitted keys")
+    args = parser.parse_args(argv)
+    source = args.config
+    title = None
+    if not os.path.exists(source):
+        from .data.released import released_config, released_config_names
+        if source in released_config_names():
+            rec = released_config(source)
+            source, title = rec.config, f"{rec.name} ({rec.checkpoint})"
+    try:
+        plan = position_plan(source, class_defaults=not args.no_class_defaults)
+    except (TypeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(format_plan(plan, title=title))
+    if args.plot:
+        plot_plan(plan, args.plot, title=title)
+        print(f"figure saved to {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""The position-plan inspector on configs it has never seen, on broken files, and its command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from course_utils.explain import fold_layers, format_plan, main, position_plan
+from course_utils.rope import rope_inv_freq
+from course_utils.scaling import rope_scaling
+
+LLAMA_STYLE = {  # a plain Llama-style file, every position key given
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+    "num_attention_heads": 16, "num_key_value_heads": 4, "num_hidden_layers": 6,
+    "max_position_embeddings": 8192, "rope_theta": 250000.0, "rope_scaling": None,
+    "vocab_size": 32000, "rms_norm_eps": 1e-5,
+}
+MULTIMODAL = {  # a vision-language file whose text part has two bases and a window
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "mm_tokens_per_image": 256,
+    "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 8, "head_dim": 64,
+                    "hidden_size": 512, "num_attention_heads": 8, "sliding_window": 256,
+                    "sliding_window_pattern": 4, "rope_theta": 1000000.0,
+                    "rope_local_base_freq": 10000.0, "max_position_embeddings": 4096,
+                    "rope_scaling": {"rope_type": "linear", "factor": 4.0}},
+    "vision_config": {"hidden_size": 1152},
+}
+
+
+def _write(tmp_path, config, name="config.json"):
+    path = tmp_path / name
+    path.write_text(config if isinstance(config, str) else json.dumps(config))
+    return path
+
+
+def test_fold_layers_runs_and_singletons():
+    assert fold_layers([0, 1, 2, 4]) == "0-2, 4"
+    assert fold_layers([5]) == "5"
+    assert fold_layers([i for i in range(26) if (i + 1) % 6]) == "0-4, 6-10, 12-16, 18-22, 24-25"
+    assert fold_layers(range(0, 40, 2)) == "0, 2, 4, 6, ..., 38"
+
+
+def test_unseen_llama_style_file(tmp_path):
+    plan = position_plan(_write(tmp_path, LLAMA_STYLE), class_defaults=False)
+    assert plan.layer_types() == ["full_attention"] * 6
+    layer = plan.layers[0]
+    assert (layer.rope, layer.head_dim, layer.rotary_dim, layer.base) == (True, 128, 128, 250000.0)
+    np.testing.assert_allclose(layer.inv_freq, rope_inv_freq(128, base=250000.0))
+    # pairs completing a turn within 8192 positions, counted by brute force over the ladder
+    turning = sum(1 for i in range(64) if 2 * np.pi * 250000.0 ** (2 * i / 128) <= 8192)
+    assert layer.turning_pairs == turning
+    assert plan.values["head_dim"].source.startswith("derived")
+    assert plan.values["rope_theta"].source == "file"
+    assert {"vocab_size", "rms_norm_eps", "num_key_value_heads"} <= set(plan.not_interpreted)
+    text = format_plan(plan)
+    assert "layers 0-5: full attention, RoPE base 250 000, head dim 128" in text
+    assert "not interpreted:" in text
+
+
+def test_unseen_multimodal_file_read_through_text_config(tmp_path):
+    plan = position_plan(_write(tmp_path, MULTIMODAL), class_defaults=False)
+    assert plan.text_config
+    assert plan.layer_types() == ["sliding_attention"] * 3 + ["full_attention"] + \
+        ["sliding_attention"] * 3 + ["full_attention"]
+    local, globl = plan.layers[0], plan.layers[3]
+    assert (local.span, local.base, local.scaling) == (256, 10000.0, None)
+    assert (globl.span, globl.base, globl.scaling) == (None, 1000000.0, "linear")
+    np.testing.assert_allclose(globl.inv_freq, rope_inv_freq(64, base=1e6) / 4.0)
+    assert "(outside text_config) mm_tokens_per_image" in plan.not_interpreted
+    assert "(outside text_config) vision_config" in plan.not_interpreted
+    text = format_plan(plan)
+    assert "layers 0-2, 4-6: sliding 256, RoPE base 10 000" in text
+    assert "layers 3, 7: full attention, RoPE base 1 000 000, head dim 64, linear (factor 4.0)" in text
+
+
+def test_yarn_layer_uses_the_course_scaling_function():
+    cfg = {**LLAMA_STYLE, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                           "original_max_position_embeddings": 2048}}
+    layer = position_plan(cfg, class_defaults=False).layers[0]
+    inv, attn = rope_scaling("yarn", 128, base=250000.0, factor=4.0,
+                             original_max_position_embeddings=2048)
+    np.testing.assert_allclose(layer.inv_freq, inv)
+    assert layer.attention_factor == pytest.approx(attn)
+    assert layer.context == 2048
+
+
+def test_nope_layers_and_chunks():
+    cfg = {"model_type": "llama4_text", "num_hidden_layers": 8, "head_dim": 64,
+           "attention_chunk_size": 1024, "no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0],
+           "rope_theta": 500000.0, "attn_temperature_tuning": True, "floor_scale": 8192,
+           "attn_scale": 0.1, "max_position_embeddings": 4096}
+    plan = position_plan(cfg, class_defaults=False)
+    assert plan.layer_types()[3] == "full_attention" and plan.layers[3].rope is False
+    assert plan.layers[0].attention == "chunked" and plan.layers[0].span == 1024
+    assert "temperature" in plan.layers[3].extras
+    assert "layers 3, 7: full attention, NoPE" in format_plan(plan)
+
+
+@pytest.mark.parametrize("config, field", [
+    ({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64}, "head_dim"),
+    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}, "num_hidden_layers"),
+    ({**LLAMA_STYLE, "rope_scaling": {"rope_type": "stretchy", "factor": 2.0}}, "rope_scaling"),
+    ({**LLAMA_STYLE, "rope_scaling": {"type": "linear"}}, "rope_scaling.factor"),
+    ({**LLAMA_STYLE, "layer_types": ["full_attention"] * 5}, "layer_types"),
+    ({**LLAMA_STYLE, "layer_types": ["full_attention"] * 5 + ["global"]}, "layer_types"),
+    ({**LLAMA_STYLE, "model_type": "smollm3", "no_rope_layers": [1, 0]}, "no_rope_layers"),
+    ({**LLAMA_STYLE, "rope_theta": "big"}, "rope_theta"),
+    ({**LLAMA_STYLE, "rope_theta": -1.0}, "rope_theta"),
+    ({**LLAMA_STYLE, "hidden_size": 2050}, "hidden_size"),
+    ({**LLAMA_STYLE, "partial_rotary_factor": 1.5}, "partial_rotary_factor"),
+    ({**LLAMA_STYLE, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+                                      "original_max_position_embeddings": 1024}},
+     "rope_scaling"),
+    ({**LLAMA_STYLE, "rope_scaling": [1, 2]}, "rope_scaling"),
+    ({**LLAMA_STYLE, "text_config": "llama"}, "text_config"),
+])
+def test_broken_configs_name_the_field(config, field):
+    with pytest.raises(ValueError, match=field.replace("[", r"\[").replace(".", r"\.")):
+        position_plan(config, class_defaults=False)
+
+
+def test_not_json_and_not_a_config(tmp_path):
+    with pytest.raises(ValueError, match=r"config\.json is not JSON \(.*line 1"):
+        position_plan(_write(tmp_path, "{'model_type': llama}"))
+    with pytest.raises(ValueError, match="cannot read"):
+        position_plan(tmp_path / "missing.json")
+    with pytest.raises(TypeError, match="config must be"):
+        position_plan(["model_type", "llama"])
+
+
+def test_command_prints_the_plan_and_rejects_broken_files(tmp_path, capsys):
+    assert main([str(_write(tmp_path, LLAMA_STYLE)), "--no-class-defaults"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("model_type llama, 6 layers")
+    assert main([str(_write(tmp_path, "not json", "bad.json"))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: config: bad.json is not JSON")
+    assert main([str(_write(tmp_path, {**LLAMA_STYLE, "layer_types": []}, "b2.json")),
+                 "--no-class-defaults"]) == 2
+    assert "layer_types" in capsys.readouterr().err
+
+
+def test_command_plot(tmp_path, capsys):
+    png = tmp_path / "plan.png"
+    assert main([str(_write(tmp_path, MULTIMODAL)), "--no-class-defaults", "--plot", str(png)]) == 0
+    assert png.stat().st_size > 1000
+    assert "figure saved" in capsys.readouterr().out
+
+
+def test_class_default_is_labelled_with_the_version(transformers):
+    """Without rope_theta, the Llama class default applies and says so."""
+    cfg = {k: v for k, v in LLAMA_STYLE.items() if k != "rope_theta"}
+    plan = position_plan(cfg)
+    version = ".".join(transformers.__version__.split(".")[:2])
+    assert plan.values["rope_theta"].source == f"class default (transformers {version})"
+    assert plan.layers[0].base == transformers.LlamaConfig.default_theta
+    text = format_plan(plan)
+    assert f"class default (transformers {version}): rope_theta" in text
+    with pytest.raises(ValueError, match="rope_theta: not in the file"):
+        position_plan(cfg, class_defaults=False)
+
+
+@pytest.mark.parametrize("name", ["gemma3_4b", "deepseek_v3", "phi3_mini_128k", "gemma4_26b",
+                                  "qwen3_next_80b_a3b", "gpt_oss_20b"])
+def test_mangled_released_files_fail_with_a_named_field(name):
+    """Every key of a released file, deleted or set to a wrong value: the plan is made or a
+    ValueError/TypeError is raised, never an error from deeper down (or a huge allocation)."""
+    import copy
+
+    from course_utils.data.released import released_config
+
+    base = released_config(name).config
+    keys = list(base.get("text_config", base))
+    for key in keys:
+        for bad in (None, "x", -3, 0, 1.5, [], {}, True, 10**30, float("nan"), "<deleted>"):
+            cfg = copy.deepcopy(base)
+            text = cfg.get("text_config", cfg)
+            if bad == "<deleted>":
+                del text[key]
+            else:
+                text[key] = bad
+            try:
+                format_plan(position_plan(cfg, class_defaults=False))
+            except (TypeError, ValueError) as exc:
+                assert str(exc)

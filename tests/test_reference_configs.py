@@ -1,0 +1,146 @@
+"""Every stored released config: the position plan agrees with what transformers builds from it.
+
+For each file in ``course_utils/data/configs``, transformers instantiates the config class
+(``AutoConfig.for_model``; a multimodal config through ``get_text_config()``) and the model's
+rotary class (``<Model>RotaryEmbedding(config)``, which calls the rope-init functions of
+``modeling_rope_utils``). The plan of :func:`course_utils.explain.position_plan` must give,
+per layer type, the same inverse frequencies and attention factor, and the same layer types as
+the config class's ``layer_types`` where the class has that attribute.
+
+Where transformers and the authors' code read a released config differently, the course follows
+transformers (it is what the stored files are run with) and the test names the difference:
+
+* Phi-3-mini: transformers applies ``sliding_window`` (2047 tokens in the 4k model) on every
+  layer, as the authors' modeling_phi3.py on the hub did; the report does not mention it.
+* Phi-3-mini 128k, in the stored revision of its file, names its scaling ``"type": "su"``.
+  transformers 5.23 renames ``su`` to ``longrope`` only after the step that copies
+  ``original_max_position_embeddings`` into the RoPE parameters, and then rejects the file for
+  lacking it. The course reads ``su`` as ``longrope`` with the file's top-level
+  ``original_max_position_embeddings`` (what the later revision of the file, ``"longrope"``,
+  makes transformers do), and the test gives transformers that revision.
+* DeepSeek-V3: transformers multiplies the softmax scale by ``mscale(s, mscale_all_dim)^2`` and
+  puts ``attention_factor = mscale / mscale_all_dim = 1`` on cos and sin, as the authors'
+  ``inference/model.py`` does (``softmax_scale *= mscale ** 2``); checked below.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from course_utils.data.released import released_config, released_config_names
+from course_utils.explain import position_plan
+
+NAMES = released_config_names()
+
+
+def _as_transformers_reads(name, cfg):
+    """The file as given to transformers: the stored one, but for the differences above."""
+    if name == "phi3_mini_128k":
+        return {**cfg, "rope_scaling": {**cfg["rope_scaling"], "type": "longrope"}}
+    return cfg
+
+
+def _hf_config(transformers, cfg):
+    outer = transformers.AutoConfig.for_model(**{k: v for k, v in cfg.items()})
+    return outer.get_text_config() if "text_config" in cfg else outer
+
+
+def _rotary(torch, config):
+    module = importlib.import_module(type(config).__module__.replace("configuration_", "modeling_"))
+    names = [n for n in dir(module) if n.endswith("RotaryEmbedding") and "Vision" not in n]
+    names.sort(key=lambda n: ("Text" not in n, len(n)))
+    assert names, f"no rotary class in {module.__name__}"
+    return getattr(module, names[0])(config)
+
+
+def _reference(rotary, layer_type):
+    per_type = getattr(rotary, f"{layer_type}_inv_freq", None)
+    if per_type is not None:
+        return per_type, getattr(rotary, f"{layer_type}_attention_scaling")
+    return rotary.inv_freq, rotary.attention_scaling
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_plan_matches_transformers(name, transformers, torch):
+    cfg = released_config(name).config
+    plan = position_plan(cfg)
+    config = _hf_config(transformers, _as_transformers_reads(name, cfg))
+    class_types = getattr(config, "layer_types", None)
+    if class_types is not None:
+        assert plan.layer_types() == list(class_types), name
+    assert len(plan.layers) == config.num_hidden_layers
+    rotary = _rotary(torch, config)
+    for layer_type, layer in plan.by_layer_type().items():
+        if not layer.rope:
+            continue
+        inv_freq, attention = _reference(rotary, layer_type)
+        np.testing.assert_allclose(layer.inv_freq, inv_freq.double().numpy(), rtol=2e-6,
+                                   err_msg=f"{name} {layer_type}")
+        assert layer.attention_factor == pytest.approx(float(attention), rel=1e-6), name
+
+
+def test_phi3_su_revision_is_rejected_by_transformers(transformers):
+    """The difference named above is real: transformers 5.23 cannot load the stored revision."""
+    with pytest.raises(KeyError, match="original_max_position_embeddings"):
+        _hf_config(transformers, released_config("phi3_mini_128k").config)
+
+
+def test_nope_layers_match_the_model(transformers, torch):
+    """Llama 4 and SmolLM3 layers without RoPE: the plan's flags are the model's ``use_rope``."""
+    for name in NAMES:
+        cfg = released_config(name).config
+        config = _hf_config(transformers, _as_transformers_reads(name, cfg))
+        flags = getattr(config, "no_rope_layers", None)
+        if flags is None:
+            continue
+        plan = position_plan(cfg)
+        assert [int(layer.rope) for layer in plan.layers] == list(flags), name
+
+
+def test_deepseek_softmax_scale_is_the_attention_module_s(transformers, torch):
+    """DeepSeek-V3: the plan's softmax scale is ``DeepseekV3Attention.scaling``."""
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3Attention
+
+    cfg = released_config("deepseek_v3").config
+    config = _hf_config(transformers, cfg)
+    with torch.device("meta"):
+        attention = DeepseekV3Attention(config, layer_idx=0)
+    plan = position_plan(cfg)
+    assert plan.layers[0].extras["softmax scale"] == pytest.approx(attention.scaling, rel=1e-7)
+
+
+def test_class_defaults_are_the_class_s(transformers):
+    """A value the file omits is labelled with the class's default, read from the class."""
+    for name in NAMES:
+        cfg = released_config(name).config
+        plan = position_plan(cfg)
+        config = _hf_config(transformers, _as_transformers_reads(name, cfg))
+        for key, value in plan.values.items():
+            assert key not in cfg.get("text_config", cfg) or value.source.startswith("file"), key
+            if value.source.startswith("class default"):
+                assert value.source == "class default (transformers " + ".".join(
+                    transformers.__version__.split(".")[:2]) + ")"
+                if key in ("head_dim", "max_position_embeddings", "sliding_window"):
+                    assert getattr(config, key) == value.value, (name, key)
+
+
+def test_unseen_llama4_style_config_matches_transformers(transformers, torch):
+    """A Llama 4 Scout-like text config (not stored: no public copy was found): NoPE every 4th
+    layer, chunked attention elsewhere, llama3 scaling with equal low and high factors."""
+    cfg = {"model_type": "llama4_text", "num_hidden_layers": 8, "hidden_size": 512,
+           "num_attention_heads": 4, "head_dim": 128, "attention_chunk_size": 8192,
+           "no_rope_layers": [], "rope_theta": 500000.0, "max_position_embeddings": 10485760,
+           "attn_temperature_tuning": True, "floor_scale": 8192, "attn_scale": 0.1,
+           "rope_scaling": {"factor": 16.0, "high_freq_factor": 1.0, "low_freq_factor": 1.0,
+                            "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+    plan = position_plan(cfg)
+    config = transformers.AutoConfig.for_model(**cfg)
+    assert plan.layer_types() == list(config.layer_types)
+    assert [int(layer.rope) for layer in plan.layers] == list(config.no_rope_layers)
+    rotary = _rotary(torch, config)
+    layer = plan.by_layer_type()["chunked_attention"]
+    np.testing.assert_allclose(layer.inv_freq, rotary.inv_freq.double().numpy(), rtol=2e-6)
+    assert layer.attention_factor == pytest.approx(float(rotary.attention_scaling))
