@@ -17,7 +17,7 @@ OLDEST_PYTHON ?= python3
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds witnesses library-records clean
+.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -79,6 +79,10 @@ check-normalized: setup ## Check that committed notebooks are normalised
 
 witnesses: setup ## Print, per notebook, the checks by the kind of witness they name (LIST=1: every check); fail on a check without one
 	$(PYTHON) tools/witnesses.py $(if $(LIST),--list) $(or $(NB),$(NOTEBOOKS))
+
+explain: setup ## Print what each layer of a model does with positions: make explain CONFIG=path/to/config.json (or a stored name such as gemma3_4b; PLOT=layers.png for a figure)
+	@test -n "$(CONFIG)" || { echo "usage: make explain CONFIG=path/to/config.json [PLOT=layers.png]"; exit 2; }
+	$(PYTHON) -m course_utils.explain $(CONFIG) $(if $(PLOT),--plot $(PLOT))
 
 library-records: reference ## Re-record the library outputs the notebooks compare with (course_utils/data/library), from the installed transformers
 	$(PYTHON) tools/library_records.py --write

@@ -12,6 +12,12 @@ One module per topic of the course:
 - :mod:`course_utils.scaling`: RoPE context-length scaling (PI, NTK, dynamic, YaRN, Llama-3, LongRoPE).
 - :mod:`course_utils.practice`: position ids from masks, packed sequences, a KV cache.
 - :mod:`course_utils.plotting`: the course's figure style and shared figure helpers.
+- :mod:`course_utils.interactive`: figures a reader moves with a slider, with no kernel (05, 06,
+  07, 10).
+- :mod:`course_utils.explain`: the position plan of a model's config, layer by layer
+  (``python -m course_utils.explain config.json``).
+- :mod:`course_utils.data`: values that belong to the world, as data with their sources: released
+  configs (``data/configs``) and library outputs (``data/library``).
 - :mod:`course_utils.lab`: the length-generalisation lab (a tiny numpy attention model, its
   hand-written backward pass, two tasks, training and evaluation at longer lengths).
 """
