@@ -33,9 +33,9 @@ from .train import (
     train,
 )
 
-__all__ = ["METHODS", "METHOD_LABELS", "method_config", "ContextExtension",
-           "run_context_extension", "extension_table", "plot_by_position", "plot_vs_steps",
-           "versions"]
+__all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "ContextExtension",
+           "run_context_extension", "table_rows", "format_table", "extension_table",
+           "plot_by_position", "plot_vs_steps", "versions"]
 
 METHODS = ("rope", "pi", "ntk", "dynamic", "yarn", "yarn_no_t")
 """Unchanged RoPE, Position Interpolation, NTK-aware, dynamic NTK, YaRN, YaRN without its
@@ -342,36 +342,63 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
                             tune_losses=tune_losses)
 
 
-def _cell(values, decimals=2):
-    if len(values) == 1:
-        return f"{values[0]:.{decimals}f}"
-    return f"{values.mean():.{decimals}f} [{values.min():.{decimals}f}-{values.max():.{decimals}f}]"
+SHORT_LABELS = {"rope": "RoPE", "pi": "PI", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
+                "yarn": "YaRN", "yarn_no_t": "YaRN, no temp.", "scratch": "from scratch"}
 
 
-def extension_table(result, *, markdown=False):
-    """Accuracy beyond the training length: one row per method (and the ceiling), one column
-    per (multiplier, fine-tune steps); mean over seeds [worst-best seed]."""
-    if not isinstance(result, ContextExtension):
-        raise TypeError(f"result must be a ContextExtension, got {type(result).__name__}")
-    acc, ceiling = result.accuracy(), result.scratch_accuracy()
-    headers = ["method"] + [f"{m}L, {c} steps" for m in result.multipliers
-                            for c in result.checkpoints]
-    rows = [[METHOD_LABELS[method]] + [_cell(acc[a, k, c]) for k in range(len(result.multipliers))
-                                        for c in range(len(result.checkpoints))]
-            for a, method in enumerate(result.methods)]
-    if result.settings.get("scratch", True):
-        rows.append([METHOD_LABELS["scratch"]] + [_cell(ceiling[k]) for k in
-                                                  range(len(result.multipliers))
-                                                  for _ in result.checkpoints])
+def _cell(values, spread, decimals=2):
+    values = np.asarray(values, dtype=float)
+    if not spread or values.size == 1:
+        return f"{values.mean():.{decimals}f}"
+    return f"{values.mean():.{decimals}f} ({values.min():.{decimals}f}-{values.max():.{decimals}f})"
+
+
+def table_rows(methods, checkpoints, multipliers, accuracy, ceiling=None, *, spread=True):
+    """Header and rows of the accuracy table from arrays (also for results read from a file).
+
+    ``accuracy``: ``(methods, multipliers, checkpoints, seeds)``; ``ceiling``:
+    ``(multipliers, seeds)`` or ``None``. One column per (multiplier, checkpoint).
+    """
+    headers = ["method"] + [f"{m}L {c}" for m in multipliers for c in checkpoints]
+    rows = [[SHORT_LABELS[method]] + [_cell(accuracy[a][k][c], spread)
+                                      for k in range(len(multipliers))
+                                      for c in range(len(checkpoints))]
+            for a, method in enumerate(methods)]
+    if ceiling is not None:
+        rows.append([SHORT_LABELS["scratch"]] + [_cell(ceiling[k], spread)
+                                                 for k in range(len(multipliers))
+                                                 for _ in checkpoints])
+    return headers, rows
+
+
+def format_table(headers, rows, *, markdown=False):
+    """Aligned text (or a markdown table) from a header and rows of strings."""
     if markdown:
         lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
     widths = [max(len(r[c]) for r in rows + [headers]) for c in range(len(headers))]
-    fmt = [lambda x, w: x.ljust(w)] + [lambda x, w: x.rjust(w)] * (len(headers) - 1)
-    lines = ["  ".join(f(h, w) for f, h, w in zip(fmt, headers, widths, strict=True)),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(f(x, w) for f, x, w in zip(fmt, r, widths, strict=True)) for r in rows]
-    return "\n".join(lines)
+
+    def line(cells):
+        return "  ".join(x.ljust(w) if c == 0 else x.rjust(w)
+                         for c, (x, w) in enumerate(zip(cells, widths, strict=True)))
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def extension_table(result, *, multiplier=None, spread=True, markdown=False):
+    """Accuracy beyond the training length: one row per method (and the ceiling), one column
+    per fine-tune step count (``"4L 25"``: at 4L after 25 steps), for one multiplier or all;
+    mean over seeds and, with ``spread``, (worst-best seed)."""
+    if not isinstance(result, ContextExtension):
+        raise TypeError(f"result must be a ContextExtension, got {type(result).__name__}")
+    ks = (range(len(result.multipliers)) if multiplier is None
+          else [result.multipliers.index(multiplier)])
+    acc, ceiling = result.accuracy(), result.scratch_accuracy()
+    headers, rows = table_rows(result.methods, result.checkpoints,
+                               [result.multipliers[k] for k in ks], acc[:, list(ks)],
+                               ceiling[list(ks)] if result.settings.get("scratch", True)
+                               else None, spread=spread)
+    return format_table(headers, rows, markdown=markdown)
 
 
 def _style(method):
