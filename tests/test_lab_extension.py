@@ -191,3 +191,19 @@ def test_method_config_uses_the_course_names():
     assert method_config(config, "yarn_no_t", 4, 8).rope_scaling.temperature is False
     assert {method_config(config, m, 4, 8).rope_scaling.method for m in METHODS[1:]} == set(
         SCALING_METHODS)
+
+
+def test_grid_markdown_is_rendered_from_its_json():
+    import importlib.util
+    import json
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("lab2_grid", root / "tools" / "lab2_grid.py")
+    grid = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grid)
+    record = json.loads((root / "benchmarks" / "lab2_grid.json").read_text())
+    assert grid.render(record) == (root / "benchmarks" / "LAB2_GRID.md").read_text()
+    assert record["main"]["seeds"] == [0, 1, 2, 3, 4]
+    assert {"python", "numpy", "platform"} <= set(record["versions"])
+    assert np.isclose(record["toy_base"], grid.TOY_BASE)
