@@ -1,6 +1,7 @@
 """Do the lab's conclusions hold on every seed? Run notebook 09 once per seed, and once with all.
 
     python tools/lab_seeds.py [--seeds 0 1 2 3 4] [--write]   # what `make lab-seeds` runs
+    python tools/lab_seeds.py --notebook notebooks/12_lab_context_extension.ipynb [--write]
 
 The lab checks its conclusions on the mean over the seeds in its setup cell (``SEEDS``). This
 tool executes a temporary copy of the notebook in a fresh kernel for each seed alone
@@ -25,18 +26,20 @@ from results_section import write_section
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAB = ROOT / "notebooks" / "09_lab_length_generalization.ipynb"
+SECTIONS = {"09_lab_length_generalization": "lab-seeds",
+            "12_lab_context_extension": "lab2-seeds"}  # sections of benchmarks/RESULTS.md
 SEEDS_LINE = re.compile(r"^SEEDS = \([^)]*\)", re.M)
 TABLE_TAG = "lab-results-table"  # the cell whose output is the accuracy table
 
 
-def run(seeds: tuple[int, ...]) -> dict:
-    nb = nbformat.read(LAB, as_version=4)
+def run(seeds: tuple[int, ...], lab: pathlib.Path = LAB) -> dict:
+    nb = nbformat.read(lab, as_version=4)
     setup = [c for c in nb.cells if c.cell_type == "code" and SEEDS_LINE.search(c.source)]
     if len(setup) != 1:
-        raise SystemExit(f"{LAB.name}: expected one cell with a line 'SEEDS = (...)'")
+        raise SystemExit(f"{lab.name}: expected one cell with a line 'SEEDS = (...)'")
     setup[0].source = SEEDS_LINE.sub(f"SEEDS = {tuple(seeds)!r}", setup[0].source)
     client = NotebookClient(nb, timeout=1800, kernel_name="python3",
-                            resources={"metadata": {"path": str(LAB.parent)}})
+                            resources={"metadata": {"path": str(lab.parent)}})
     start = time.perf_counter()
     error = None
     try:
@@ -66,14 +69,16 @@ def report(single: list[dict], together: dict | None) -> str:
     return "\n".join(lines)
 
 
-def write(single: list[dict], together: dict | None) -> None:
+def write(single: list[dict], together: dict | None, lab: pathlib.Path = LAB) -> None:
     table = ""
     if together and together["table"]:
         table = (f"\n\nThe accuracy tables of the run with seeds {together['seeds']} (mean, and "
                  f"min-max over seeds):\n\n```\n{together['table']}\n```")
-    write_section("lab-seeds", (
-        "## The lab's checks on every seed\n\n"
-        "`make lab-seeds` executed `09_lab_length_generalization` in a fresh kernel once per seed "
+    section = SECTIONS.get(lab.stem, f"seeds-{lab.stem}")
+    title = "The lab's checks" if section == "lab-seeds" else f"`{lab.stem}`'s checks"
+    write_section(section, (
+        f"## {title} on every seed\n\n"
+        f"`tools/lab_seeds.py` executed `{lab.stem}` in a fresh kernel once per seed "
         "alone (every check must then hold for that seed) and once with all of them.\n\n"
         f"{report(single, together)}{table}"))
 
@@ -82,21 +87,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--write", action="store_true", help="write into benchmarks/RESULTS.md")
+    parser.add_argument("--notebook", type=pathlib.Path, default=LAB,
+                        help="the lab notebook to run (default: notebook 09)")
     args = parser.parse_args(argv)
+    lab = args.notebook.resolve()
     single = []
     for seed in args.seeds:
-        result = run((seed,))
+        result = run((seed,), lab)
         print(f"seed {seed}: {result['passed']} checks passed, "
               f"{'failed: ' + result['error'] if result['error'] else 'none failed'} "
               f"({result['seconds']:.0f} s)", flush=True)
         single.append(result)
-    together = run(tuple(args.seeds)) if len(args.seeds) > 1 else None
+    together = run(tuple(args.seeds), lab) if len(args.seeds) > 1 else None
     if together:
         print(f"seeds {together['seeds']}: {together['passed']} checks passed, "
               f"{'failed: ' + together['error'] if together['error'] else 'none failed'} "
               f"({together['seconds']:.0f} s)\n{together['table']}")
     if args.write:
-        write(single, together)
+        write(single, together, lab)
     return 1 if any(r["error"] for r in single + ([together] if together else [])) else 0
 
 

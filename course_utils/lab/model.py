@@ -17,6 +17,11 @@ modules (:mod:`course_utils.sinusoidal`, :mod:`course_utils.learned`, :mod:`cour
 The backward pass is written out layer by layer. Two identities carry it: the softmax Jacobian
 ``dS = A * (dA - sum_j A dA)``, and RoPE's transpose, which is the rotation by the negative angle
 (``apply_rope(dy, -positions)``), since a rotation matrix is orthogonal.
+
+A ``"rope"`` model can read a stretched RoPE (:class:`RopeScaling`): its per-pair frequencies and
+attention factor come from :func:`course_utils.scaling.rope_scaling` (Position Interpolation,
+NTK-aware, dynamic NTK at the current sequence length, YaRN), called at every forward pass with
+the input's length; nothing of the scaling is computed here.
 """
 
 from __future__ import annotations
@@ -30,12 +35,16 @@ from ..alibi import alibi_bias
 from ..attention import causal_mask, softmax
 from ..learned import LearnedPositionalEmbedding
 from ..relative import relative_positions, t5_bias, t5_relative_position_bucket
-from ..rope import apply_rope
+from ..rope import apply_rope, rope_inv_freq
+from ..scaling import rope_scaling
 from ..sinusoidal import sinusoidal_encoding
 
 __all__ = [
     "SCHEMES",
+    "SCALING_METHODS",
+    "RopeScaling",
     "ModelConfig",
+    "rope_frequencies",
     "init_params",
     "forward",
     "backward",
@@ -44,12 +53,66 @@ __all__ = [
     "predict",
     "attention_to_offset",
     "attention_beyond",
+    "attention_entropy",
     "gradient_check",
 ]
 
 SCHEMES = ("none", "sinusoidal", "learned", "t5", "rope", "alibi")
 """Positional schemes the lab compares: no positional encoding (NoPE), sinusoidal, learned
 absolute, T5 relative bias, RoPE, ALiBi."""
+
+
+SCALING_METHODS = ("linear", "ntk", "dynamic", "yarn")
+"""Context-extension methods a ``"rope"`` model can read, as named by
+:func:`course_utils.scaling.rope_scaling`: Position Interpolation, NTK-aware, dynamic NTK, YaRN."""
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """A stretched RoPE: the arguments the lab passes to :func:`course_utils.scaling.rope_scaling`.
+
+    Parameters
+    ----------
+    method : one of :data:`SCALING_METHODS`
+    factor : float >= 1
+        The scaling factor ``s``.
+    original_max_position_embeddings : int
+        ``L``, the length the model was trained at.
+    params : tuple of ``(name, value)`` pairs
+        Method-specific keywords (YaRN's ``beta_fast``, ``beta_slow``, ...).
+    temperature : bool
+        Multiply the attention logits by the square of the returned attention factor (YaRN's
+        temperature, applied as Hugging Face applies it: both cos and sin are multiplied by the
+        factor, so queries and keys each carry it once). ``False`` drops it; for the methods
+        whose factor is 1 it changes nothing.
+    """
+
+    method: str
+    factor: float
+    original_max_position_embeddings: int
+    params: tuple = ()
+    temperature: bool = True
+
+    def __post_init__(self):
+        val.choice(self.method, "method", SCALING_METHODS)
+        val.positive_float(self.factor, "factor", minimum=1.0)
+        val.positive_int(self.original_max_position_embeddings, "original_max_position_embeddings")
+        val.boolean(self.temperature, "temperature")
+        if not isinstance(self.params, tuple) or not all(
+                isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+                for item in self.params):
+            raise TypeError(f"params must be a tuple of (name, value) pairs, got {self.params!r:.60}")
+
+    def frequencies(self, head_dim, base, seq_len):
+        """``(inv_freq, logit_scale)`` at ``seq_len`` tokens, from ``rope_scaling``.
+
+        ``logit_scale`` is the attention factor squared when ``temperature``, else 1.
+        """
+        inv_freq, attention_factor = rope_scaling(
+            self.method, head_dim, base=base, factor=self.factor,
+            original_max_position_embeddings=self.original_max_position_embeddings,
+            seq_len=seq_len, **dict(self.params))
+        return inv_freq, (attention_factor ** 2 if self.temperature else 1.0)
 
 
 @dataclass(frozen=True)
@@ -70,6 +133,8 @@ class ModelConfig:
         T5's causal (``bidirectional=False``) bucketing of distances ``0 .. max_distance``.
     rope_base : float
         RoPE's base ``b`` in ``theta_i = b^(-2i/d_head)``.
+    rope_scaling : RopeScaling or None
+        A stretched RoPE (``scheme="rope"`` only); ``None`` keeps ``theta_i``.
     """
 
     scheme: str
@@ -82,6 +147,7 @@ class ModelConfig:
     t5_num_buckets: int = 16
     t5_max_distance: int = 16
     rope_base: float = 10000.0
+    rope_scaling: RopeScaling | None = None
 
     def __post_init__(self):
         val.choice(self.scheme, "scheme", SCHEMES)
@@ -93,6 +159,12 @@ class ModelConfig:
         val.positive_int(self.max_len, "max_len")
         val.positive_int(self.t5_max_distance, "t5_max_distance")
         val.positive_float(self.rope_base, "rope_base")
+        if self.rope_scaling is not None:
+            if not isinstance(self.rope_scaling, RopeScaling):
+                raise TypeError(f"rope_scaling must be a RopeScaling or None, got "
+                                f"{type(self.rope_scaling).__name__}")
+            if self.scheme != "rope":
+                raise ValueError(f"rope_scaling needs scheme='rope', got scheme={self.scheme!r}")
         if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
             raise ValueError(
                 f"d_model must be a multiple of n_heads with an even head size, got "
@@ -115,6 +187,34 @@ class ModelConfig:
     def head_dim(self):
         """``d_model // n_heads``."""
         return self.d_model // self.n_heads
+
+
+def rope_frequencies(config, seq_len):
+    """The frequencies and logit scale a ``"rope"`` model uses for an input of ``seq_len`` tokens.
+
+    Returns
+    -------
+    inv_freq : array ``(head_dim // 2,)``
+        ``rope_inv_freq(head_dim, base=rope_base)``, or, with ``rope_scaling``, the output of
+        :func:`course_utils.scaling.rope_scaling` at ``seq_len`` (dynamic NTK depends on it).
+    logit_scale : float
+        1, or the square of YaRN's attention factor when its temperature is on.
+    """
+    config = _config(config)
+    if config.scheme != "rope":
+        raise ValueError(f"config.scheme must be 'rope', got {config.scheme!r}")
+    seq_len = val.positive_int(seq_len, "seq_len")
+    if config.rope_scaling is None:
+        return rope_inv_freq(config.head_dim, base=config.rope_base), 1.0
+    return config.rope_scaling.frequencies(config.head_dim, config.rope_base, seq_len)
+
+
+def _rope_kwargs(config, n):
+    """Keywords for ``apply_rope`` and the logit scale; without scaling, exactly the old call."""
+    if config.scheme != "rope" or config.rope_scaling is None:
+        return {"base": config.rope_base}, 1.0
+    inv_freq, logit_scale = rope_frequencies(config, n)
+    return {"inv_freq": inv_freq}, logit_scale
 
 
 def _config(config):
@@ -267,7 +367,10 @@ def forward(params, tokens, config):
         table = LearnedPositionalEmbedding(config.max_len, config.d_model, weight=params["pos"])
         x = x + table(positions)  # IndexError beyond max_len
     bias, buckets = _bias(params, config, n)
+    rope_kwargs, logit_scale = _rope_kwargs(config, n)
     scale = 1.0 / np.sqrt(config.head_dim)
+    if logit_scale != 1.0:
+        scale = scale * logit_scale
     layers = []
     for layer in range(config.n_layers):
         p = f"l{layer}."
@@ -277,8 +380,7 @@ def forward(params, tokens, config):
         v = _split_heads(_linear(x, params[p + "wv"]), config.n_heads)
         if config.scheme == "rope":
             # Queries and keys rotated in one call: the same angles for both.
-            q, k = apply_rope(np.stack([q, k]), positions, base=config.rope_base,
-                              layout="half")
+            q, k = apply_rope(np.stack([q, k]), positions, layout="half", **rope_kwargs)
         weights = softmax(q @ k.transpose(0, 1, 3, 2) * scale + bias, axis=-1)
         heads = _merge_heads(weights @ v)
         x = x + _linear(heads, params[p + "wo"])
@@ -333,7 +435,10 @@ def backward(params, cache, dlogits, config):
     grads = {name: np.zeros_like(value) for name, value in params.items()}
     tokens, positions = cache["tokens"], cache["positions"]
     d, h = config.d_model, config.n_heads
+    rope_kwargs, logit_scale = _rope_kwargs(config, tokens.shape[1])
     scale = 1.0 / np.sqrt(config.head_dim)
+    if logit_scale != 1.0:
+        scale = scale * logit_scale
     grads["unembed"] = _weight_grad(cache["x_out"], dlogits)
     dx = _linear(dlogits, params["unembed"].T)
     for layer in reversed(range(config.n_layers)):
@@ -358,8 +463,7 @@ def backward(params, cache, dlogits, config):
         dk = dscores.transpose(0, 1, 3, 2) @ q * scale
         if config.scheme == "rope":
             # R_m is orthogonal, so R_m^T = R_{-m}: the gradient is rotated back by -m.
-            dq, dk = apply_rope(np.stack([dq, dk]), -positions, base=config.rope_base,
-                                layout="half")
+            dq, dk = apply_rope(np.stack([dq, dk]), -positions, layout="half", **rope_kwargs)
         dq, dk, dv = (_merge_heads(g) for g in (dq, dk, dv))
         grads[p + "wq"] = _weight_grad(c["x_in"], dq)
         grads[p + "wk"] = _weight_grad(c["x_in"], dk)
@@ -500,6 +604,35 @@ def attention_beyond(params, tokens, config, min_distance, *, from_position=0):
     far = np.arange(n)[None, :] <= queries[:, None] - min_distance  # (queries, keys)
     return np.stack([(c["weights"][:, :, queries, :] * far).sum(axis=-1).mean(axis=(0, 2))
                      for c in cache["layers"]])
+
+
+def attention_entropy(params, tokens, config, *, from_position=0):
+    """Mean entropy (in nats) of each head's attention distribution.
+
+    ``-sum_j weights[b, h, i, j] ln weights[b, h, i, j]``, averaged over the batch and over query
+    positions ``i >= from_position``, for every layer. Query ``i`` of a causal model attends to
+    ``i + 1`` keys, so its entropy is at most ``ln(i + 1)`` (uniform attention).
+
+    Returns
+    -------
+    array, shape ``(n_layers, n_heads)``.
+
+    References
+    ----------
+    Peng et al. 2023 (YaRN), section 3.4: the temperature is motivated by the attention
+    softmax's entropy, which grows with the number of keys.
+    """
+    from_position = val.positive_int(from_position, "from_position", allow_zero=True)
+    _, cache = forward(params, tokens, config)
+    n = cache["tokens"].shape[1]
+    if from_position >= n:
+        raise ValueError(f"from_position must be < the sequence length {n}, got {from_position}")
+    out = []
+    for c in cache["layers"]:
+        w = c["weights"][:, :, from_position:, :]
+        terms = np.where(w > 0, -w * np.log(np.where(w > 0, w, 1.0)), 0.0)
+        out.append(terms.sum(axis=-1).mean(axis=(0, 2)))
+    return np.stack(out)
 
 
 def gradient_check(params, config, tokens, labels, mask, *, n_directions=2, eps=1e-5, seed=0):

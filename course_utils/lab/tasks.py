@@ -9,6 +9,9 @@ and must output ``labels[:, i]`` wherever ``mask[:, i]`` is true.
 * :func:`recall_batch`: a sequence of key-value pairs from a per-sequence dictionary; at a key
   that appeared before, output its value. Where to look is decided by content (an earlier copy
   of the same key), and position matters only locally (the value sits right after its key).
+* :func:`recall_latest_batch`: the same layout, but a key gets a fresh value at every
+  occurrence; at a key seen before, output the value that followed its *latest* earlier
+  occurrence. Content finds the candidates; distance picks the nearest of them.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ import numpy as np
 
 from .. import _validate as val
 
-__all__ = ["BOS", "Task", "copy_back_batch", "recall_batch", "make_task", "TASK_NAMES"]
+__all__ = ["BOS", "Task", "copy_back_batch", "recall_batch", "recall_latest_batch", "make_task",
+           "TASK_NAMES"]
 
 BOS = 0
-TASK_NAMES = ("copy_back", "recall")
+TASK_NAMES = ("copy_back", "recall", "recall_latest")
 
 
 def _rng(rng):
@@ -104,6 +108,46 @@ def recall_batch(rng, batch, length, *, n_keys=8, n_values=8):
     return tokens, labels, mask
 
 
+def recall_latest_batch(rng, batch, length, *, n_keys=4, n_values=8):
+    """Key-value pairs whose values change; at a key seen before, the label is its latest value.
+
+    Layout as :func:`recall_batch` (``BOS k_1 v_1 k_2 v_2 ...``, keys ``1 .. n_keys`` at odd
+    positions, values ``n_keys + 1 .. n_keys + n_values`` at even positions), but every
+    occurrence of a key draws a fresh value, uniform and independent. At each key position
+    whose key already appeared, the label is the value that followed the most recent earlier
+    occurrence of that key, and the mask is true. Every earlier occurrence matches the key by
+    content; only their distances tell the latest one apart, so the answer depends on distance.
+    Chance accuracy is ``1 / n_values``.
+
+    Returns
+    -------
+    tokens, labels : int64 arrays ``(batch, length)``; mask : bool array ``(batch, length)``
+    """
+    rng = _rng(rng)
+    batch = val.positive_int(batch, "batch")
+    length = val.positive_int(length, "length")
+    n_keys = val.positive_int(n_keys, "n_keys")
+    n_values = val.positive_int(n_values, "n_values")
+    if length < 4:
+        raise ValueError(f"length must be >= 4 (BOS and at least a pair and a key), got {length}")
+    n_pairs = length // 2
+    keys = rng.integers(0, n_keys, size=(batch, n_pairs))
+    values = rng.integers(0, n_values, size=(batch, n_pairs))
+    pairs = np.stack([keys + 1, values + n_keys + 1], axis=-1).reshape(batch, 2 * n_pairs)
+    tokens = np.concatenate([np.full((batch, 1), BOS, dtype=np.int64), pairs], axis=1)[:, :length]
+    # latest[b, t]: index of the latest pair before t with the same key, -1 if none.
+    same = np.tril(keys[:, :, None] == keys[:, None, :], k=-1)
+    latest = np.where(same.any(axis=-1), n_pairs - 1 - np.argmax(same[:, :, ::-1], axis=-1), -1)
+    labels = np.zeros((batch, length), dtype=np.int64)
+    mask = np.zeros((batch, length), dtype=bool)
+    key_positions = 2 * np.arange(n_pairs) + 1
+    found = latest >= 0
+    labels[:, key_positions] = np.where(
+        found, np.take_along_axis(values, np.maximum(latest, 0), axis=1) + n_keys + 1, 0)
+    mask[:, key_positions] = found
+    return tokens, labels, mask
+
+
 @dataclass(frozen=True)
 class Task:
     """A task with fixed settings: its name, vocabulary size, chance accuracy and generator.
@@ -132,6 +176,8 @@ class Task:
         kwargs = dict(self.settings)
         if self.name == "copy_back":
             return copy_back_batch(rng, batch, length, **kwargs)
+        if self.name == "recall_latest":
+            return recall_latest_batch(rng, batch, length, **kwargs)
         return recall_batch(rng, batch, length, **kwargs)
 
 
@@ -140,11 +186,14 @@ def make_task(name, **settings):
 
     ``make_task("copy_back", k=3, n_symbols=16)``: vocabulary ``n_symbols + 1`` (with BOS),
     chance ``1 / n_symbols``. ``make_task("recall", n_keys=8, n_values=8)``: vocabulary
-    ``1 + n_keys + n_values``, chance ``1 / n_values``.
+    ``1 + n_keys + n_values``, chance ``1 / n_values``. ``make_task("recall_latest", n_keys=4,
+    n_values=8)``: the same vocabulary and chance.
     """
     name = val.choice(name, "name", TASK_NAMES)
     if name == "copy_back":
         allowed = {"k": 3, "n_symbols": 16}
+    elif name == "recall_latest":
+        allowed = {"n_keys": 4, "n_values": 8}
     else:
         allowed = {"n_keys": 8, "n_values": 8}
     unknown = sorted(set(settings) - set(allowed))

@@ -15,10 +15,19 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .. import _validate as val
-from .model import SCHEMES, ModelConfig, init_params, loss_and_grads, predict
+from .model import (
+    SCHEMES,
+    ModelConfig,
+    cross_entropy,
+    forward,
+    init_params,
+    loss_and_grads,
+    predict,
+)
 from .tasks import Task
 
-__all__ = ["adam_step", "train", "evaluate", "Experiment", "run_experiment"]
+__all__ = ["adam_step", "train", "fine_tune", "evaluate", "evaluate_by_position", "Experiment",
+           "run_experiment"]
 
 
 def _check_adam_arguments(params, grads, state):
@@ -85,6 +94,14 @@ def _progress_bar(iterable, total, enabled, description):
 
 def _default_progress():
     return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+def _interactive_progress():
+    """A bar in a terminal or a Jupyter kernel, none when ``CI`` is set (CI logs) or when
+    ``COURSE_PROGRESS=0`` (used when executing notebooks whose outputs are committed)."""
+    if os.environ.get("CI") or os.environ.get("COURSE_PROGRESS", "1") == "0":
+        return False
+    return _default_progress() or "ipykernel" in sys.modules
 
 
 def train(task, config, *, steps, batch=16, length=16, lr=1e-2, seed=0, progress=None,
@@ -173,6 +190,121 @@ def _steps(task, config, params, flat, steps_iter, data_rng, losses, *, batch, l
             grad *= clip / norm
         rate = lr * min((step + 1) / warmup, (steps - step) / (steps - warmup + 1))
         state = adam_step({"all": flat}, {"all": grad}, state, lr=rate)
+
+
+def _check_params_dict(params):
+    if not isinstance(params, dict) or not all(isinstance(v, np.ndarray) for v in params.values()):
+        raise TypeError(f"params must be a dict of numpy arrays, got {type(params).__name__}")
+
+
+def fine_tune(params, config, task, *, length, checkpoints, batch=8, lr=1e-3, warmup=10,
+              seed=0, clip=1.0):
+    """Continue training ``params`` at ``length`` tokens; a copy of the weights at each checkpoint.
+
+    One run of ``max(checkpoints)`` Adam steps (fresh optimizer state), with the learning rate
+    rising linearly over the first ``warmup`` steps and then constant, so that the weights
+    after ``k`` steps are those a run stopped at ``k`` would give. Gradients are clipped to a
+    global norm of ``clip``. Batches come from ``numpy.random.default_rng(SeedSequence([seed,
+    2]))``, a stream the pre-training of :func:`train` never draws from.
+
+    Parameters
+    ----------
+    params : dict of arrays (not modified)
+    config : ModelConfig
+        The model to tune, for example the pre-trained config with a ``rope_scaling``.
+    task : Task
+    length : int
+    checkpoints : sequence of positive int
+    batch, warmup : int
+    lr, clip : float
+    seed : int
+
+    Returns
+    -------
+    snapshots : dict mapping each checkpoint to a dict of arrays
+    losses : float64 array ``(max(checkpoints),)``
+
+    References
+    ----------
+    Chen et al. 2023 (Position Interpolation), section 3.1: fine-tuning with a constant learning
+    rate after a linear warm-up.
+    """
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+    _check_params_dict(params)
+    length = val.positive_int(length, "length")
+    batch = val.positive_int(batch, "batch")
+    lr = val.positive_float(lr, "lr")
+    warmup = val.positive_int(warmup, "warmup", allow_zero=True)
+    seed = val.positive_int(seed, "seed", allow_zero=True)
+    clip = val.positive_float(clip, "clip")
+    if isinstance(checkpoints, (str, bytes)) or not hasattr(checkpoints, "__iter__"):
+        raise TypeError(f"checkpoints must be a sequence of positive ints, got {checkpoints!r}")
+    checkpoints = sorted({val.positive_int(k, "checkpoints") for k in checkpoints})
+    if not checkpoints:
+        raise ValueError("checkpoints must hold at least one step count")
+    names = list(params)
+    flat = np.concatenate([params[name].reshape(-1) for name in names]).astype(np.float64)
+    offsets = np.cumsum([0] + [params[name].size for name in names])
+    views = {name: flat[offsets[k]:offsets[k + 1]].reshape(params[name].shape)
+             for k, name in enumerate(names)}
+    data_rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
+    steps = checkpoints[-1]
+    losses = np.empty(steps)
+    snapshots = {}
+    state = None
+    with _one_blas_thread():
+        for step in range(steps):
+            tokens, labels, mask = task.batch(data_rng, batch, length)
+            if not mask.any():
+                tokens, labels, mask = task.batch(data_rng, batch, length)
+            losses[step], grads = loss_and_grads(views, config, tokens, labels, mask)
+            grad = np.concatenate([grads[name].reshape(-1) for name in names])
+            norm = np.sqrt(np.dot(grad, grad))
+            if norm > clip:
+                grad *= clip / norm
+            rate = lr * min(1.0, (step + 1) / warmup) if warmup else lr
+            state = adam_step({"all": flat}, {"all": grad}, state, lr=rate)
+            if step + 1 in checkpoints:
+                snapshots[step + 1] = {name: value.copy() for name, value in views.items()}
+    return snapshots, losses
+
+
+def evaluate_by_position(params, config, task, length, *, n_sequences=64, seed=1234, batch=32):
+    """Correct predictions and labelled positions at each position, and the mean test loss.
+
+    Test sequences come from ``numpy.random.default_rng(seed)``, as in :func:`evaluate`; every
+    labelled position counts.
+
+    Returns
+    -------
+    correct, total : int64 arrays ``(length,)``: correct predictions and labels at each position
+    loss : float, the cross-entropy averaged over every labelled position
+    """
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+    length = val.positive_int(length, "length")
+    n_sequences = val.positive_int(n_sequences, "n_sequences")
+    batch = val.positive_int(batch, "batch")
+    rng = np.random.default_rng(val.positive_int(seed, "seed", allow_zero=True))
+    correct = np.zeros(length, dtype=np.int64)
+    total = np.zeros(length, dtype=np.int64)
+    loss_sum = 0.0
+    with _one_blas_thread():
+        for start in range(0, n_sequences, batch):
+            tokens, labels, mask = task.batch(rng, min(batch, n_sequences - start), length)
+            logits, _ = forward(params, tokens, config)
+            if mask.any():
+                loss_sum += cross_entropy(logits, labels, mask)[0] * int(mask.sum())
+            correct += np.sum((np.argmax(logits, axis=-1) == labels) & mask, axis=0)
+            total += mask.sum(axis=0)
+    if total.sum() == 0:
+        raise ValueError(f"no labelled positions at length {length}; use more sequences")
+    return correct, total, loss_sum / int(total.sum())
 
 
 def evaluate(params, config, task, length, *, n_sequences=64, seed=1234, batch=32,
@@ -302,10 +434,14 @@ def _run_jobs(jobs, workers, progress, description):
         return list(_progress_bar(map(_train_and_evaluate, jobs), len(jobs), progress, description))
     # "spawn" starts clean interpreters on every operating system (forking a process that runs
     # BLAS threads is unsafe); each job is seeded, so results do not depend on which worker ran it.
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with _process_pool(workers) as pool:
         results = pool.map(_train_and_evaluate, jobs)
         return list(_progress_bar(results, len(jobs), progress, description))
+
+
+def _process_pool(workers):
+    context = multiprocessing.get_context("spawn")
+    return concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
 
 
 def run_experiment(task, *, schemes=SCHEMES, train_length=16, multipliers=(1, 2, 4, 8),

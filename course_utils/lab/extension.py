@@ -1,0 +1,467 @@
+"""Context extension of a RoPE model: train once at ``L``, stretch RoPE, fine-tune briefly at ``sL``.
+
+:func:`run_context_extension` trains one RoPE model per seed at ``train_length``; then, for every
+method of :data:`METHODS` and every multiplier ``s``, it evaluates that same model at ``s L``
+tokens with the stretched RoPE (no fine-tune), fine-tunes it once at ``s L`` and evaluates the
+weights saved after each number of steps in ``checkpoints``. A model trained from scratch at the
+longest length (with the unchanged RoPE) gives the ceiling. The frequencies come from
+:func:`course_utils.scaling.rope_scaling` through :class:`~course_utils.lab.model.RopeScaling`.
+
+Jobs (a pre-training, a from-scratch model, one fine-tune) are seeded one by one and run in
+worker processes, so the results do not depend on the number of workers.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import platform
+from dataclasses import dataclass, field, replace
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .. import _validate as val
+from .model import ModelConfig, RopeScaling
+from .tasks import Task
+from .train import (
+    _interactive_progress,
+    _process_pool,
+    _progress_bar,
+    evaluate_by_position,
+    fine_tune,
+    train,
+)
+
+__all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "ContextExtension",
+           "run_context_extension", "table_rows", "format_table", "extension_table",
+           "plot_by_position", "plot_vs_steps", "versions"]
+
+METHODS = ("rope", "pi", "ntk", "dynamic", "yarn", "yarn_no_t")
+"""Unchanged RoPE, Position Interpolation, NTK-aware, dynamic NTK, YaRN, YaRN without its
+attention temperature."""
+
+METHOD_LABELS = {"rope": "RoPE, unchanged", "pi": "PI", "ntk": "NTK-aware",
+                 "dynamic": "dynamic NTK", "yarn": "YaRN", "yarn_no_t": "YaRN, no temperature",
+                 "scratch": "trained at the long length"}
+_SCALING = {"pi": ("linear", True), "ntk": ("ntk", True), "dynamic": ("dynamic", True),
+            "yarn": ("yarn", True), "yarn_no_t": ("yarn", False)}
+_COLORS = {"rope": "0.35", "pi": "#1b9e77", "ntk": "#d95f02", "dynamic": "#7570b3",
+           "yarn": "#e7298a", "yarn_no_t": "#e7298a", "scratch": "k"}
+
+
+def method_config(config, method, factor, train_length, yarn_params=()):
+    """``config`` with the RoPE of ``method`` stretched by ``factor`` from ``train_length``.
+
+    ``"rope"`` returns ``config`` unchanged; the others set ``rope_scaling`` to a
+    :class:`RopeScaling` (``yarn_params`` are YaRN's keywords, as ``(name, value)`` pairs).
+    """
+    if not isinstance(config, ModelConfig) or config.scheme != "rope":
+        raise TypeError("config must be a ModelConfig with scheme='rope'")
+    method = val.choice(method, "method", METHODS)
+    if method == "rope":
+        return config
+    name, temperature = _SCALING[method]
+    params = tuple(yarn_params) if name == "yarn" else ()
+    return replace(config, rope_scaling=RopeScaling(name, float(factor), train_length,
+                                                    params=params, temperature=temperature))
+
+
+def versions():
+    """Python, numpy and platform versions, saved with every result."""
+    return {"python": platform.python_version(), "numpy": np.__version__,
+            "platform": f"{platform.system()} {platform.machine()}"}
+
+
+@dataclass
+class ContextExtension:
+    """Results of :func:`run_context_extension`.
+
+    Attributes
+    ----------
+    task : Task
+    train_length : int
+    multipliers : tuple of int
+    methods : tuple of str (from :data:`METHODS`)
+    checkpoints : tuple of int, starting with 0 (no fine-tune)
+    seeds : tuple of int
+    settings : dict of the run's settings and :func:`versions`
+    correct : int array ``(methods, multipliers, checkpoints, seeds, longest length)``
+        Correct predictions at each position (0 beyond a shorter test length).
+    total : int array ``(multipliers, longest length)``
+        Labelled positions at each position (the same test sequences for every model).
+    loss : float array ``(methods, multipliers, checkpoints, seeds)``: mean test cross-entropy.
+    scratch_correct : int array ``(multipliers, seeds, longest length)``; scratch_loss :
+        ``(multipliers, seeds)``: the model trained at the longest length.
+    base_accuracy : float array ``(seeds,)``: the pre-trained model at ``train_length``.
+    base_models : tuple of ``(config, params)``, one per seed.
+    tune_losses : float array ``(methods, multipliers, seeds, max checkpoint)``.
+    """
+
+    task: Task
+    train_length: int
+    multipliers: tuple
+    methods: tuple
+    checkpoints: tuple
+    seeds: tuple
+    settings: dict
+    correct: np.ndarray
+    total: np.ndarray
+    loss: np.ndarray
+    scratch_correct: np.ndarray
+    scratch_loss: np.ndarray
+    base_accuracy: np.ndarray
+    base_models: tuple = field(repr=False)
+    tune_losses: np.ndarray = field(repr=False)
+
+    def _beyond(self, k):
+        """Positions at or beyond the training length, within test length ``k``."""
+        n = self.train_length * self.multipliers[k]
+        positions = np.arange(self.total.shape[-1])
+        return (positions >= self.train_length) & (positions < n)
+
+    def accuracy(self):
+        """Accuracy over the labelled positions ``>= train_length``:
+        ``(methods, multipliers, checkpoints, seeds)``."""
+        out = np.empty(self.correct.shape[:4])
+        for k in range(len(self.multipliers)):
+            beyond = self._beyond(k)
+            out[:, k] = (self.correct[:, k][..., beyond].sum(axis=-1)
+                         / self.total[k, beyond].sum())
+        return out
+
+    def scratch_accuracy(self):
+        """The from-scratch model's accuracy beyond ``train_length``: ``(multipliers, seeds)``."""
+        out = np.empty(self.scratch_correct.shape[:2])
+        for k in range(len(self.multipliers)):
+            beyond = self._beyond(k)
+            out[k] = self.scratch_correct[k][..., beyond].sum(axis=-1) / self.total[k, beyond].sum()
+        return out
+
+    def by_position(self, correct, k, width):
+        """Mean over seeds of the accuracy in bins of ``width`` positions; bin starts and values.
+
+        ``correct``: ``(seeds, longest length)`` counts at multiplier index ``k``.
+        """
+        n = self.train_length * self.multipliers[k]
+        starts = np.arange(0, n, width)
+        total = np.add.reduceat(self.total[k, :n], starts)
+        hits = np.add.reduceat(correct[:, :n], starts, axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            acc = np.where(total > 0, hits / np.maximum(total, 1), np.nan)
+        return starts, acc.mean(axis=0)
+
+
+def _job(job):
+    """One job of :func:`run_context_extension`; module-level so worker processes can run it."""
+    kind = job["kind"]
+    task, s = job["task"], job["settings"]
+    if kind in ("base", "scratch"):
+        length = s["train_length"] * (1 if kind == "base" else max(s["multipliers"]))
+        params, _ = train(task, job["config"], steps=s["steps"],
+                          batch=s["batch"] if kind == "base" else s["scratch_batch"], length=length,
+                          lr=s["lr"], seed=job["seed"], progress=False)
+        lengths = ([s["train_length"]] if kind == "base"
+                   else [s["train_length"] * m for m in s["multipliers"]])
+        evals = [evaluate_by_position(params, job["config"], task, n, n_sequences=s["n_test"])
+                 for n in lengths]
+        return params, evals, None
+    config, params, length = job["config"], job["params"], job["length"]
+    evals = [evaluate_by_position(params, config, task, length, n_sequences=s["n_test"])]
+    snapshots, losses = fine_tune(params, config, task, length=length,
+                                  checkpoints=s["checkpoints"][1:], batch=s["tune_batch"],
+                                  lr=s["tune_lr"], warmup=s["tune_warmup"], seed=job["seed"])
+    evals += [evaluate_by_position(snapshots[k], config, task, length, n_sequences=s["n_test"])
+              for k in s["checkpoints"][1:]]
+    return None, evals, losses
+
+
+def _schedule(jobs_first, make_followers, workers, progress, description, n_total):
+    """Run ``jobs_first``; when a job of kind "base" finishes, queue ``make_followers(job,
+    result)``. Fine-tunes go first in the queue, so that long from-scratch runs overlap them.
+    Returns ``{job id: result}``."""
+    results = {}
+    bar = _progress_bar(iter(range(n_total)), n_total, progress, description)
+    bar_iter = iter(bar)
+    if workers == 1:
+        queue = list(jobs_first)
+        while queue:
+            job = queue.pop(0)
+            results[job["id"]] = _job(job)
+            next(bar_iter, None)
+            if job["kind"] == "base":
+                queue = make_followers(job, results[job["id"]]) + queue
+        _close(bar)
+        return results
+    queue = list(jobs_first)
+    running = {}
+    with _process_pool(workers) as pool:
+        while queue or running:
+            while queue and len(running) < workers:
+                job = queue.pop(0)
+                running[pool.submit(_job, job)] = job
+            done, _ = concurrent.futures.wait(running, return_when="FIRST_COMPLETED")
+            for future in sorted(done, key=lambda f: running[f]["id"]):
+                job = running.pop(future)
+                results[job["id"]] = future.result()
+                next(bar_iter, None)
+                if job["kind"] == "base":
+                    queue = make_followers(job, results[job["id"]]) + queue
+    _close(bar)
+    return results
+
+
+def _close(bar):
+    if hasattr(bar, "close"):
+        bar.close()
+
+
+def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
+                          methods=METHODS, checkpoints=(0, 25, 50, 100), seeds=(0, 1, 2),
+                          steps=1000, batch=16, lr=1e-2, tune_batch=8, tune_lr=1e-3,
+                          tune_warmup=10, n_test=128, yarn_params=(), scratch=True,
+                          scratch_batch=None, workers=None, progress=None):
+    """Pre-train at ``train_length``, extend with every method, fine-tune, and train a ceiling.
+
+    Parameters
+    ----------
+    task : Task
+    config : ModelConfig with ``scheme="rope"`` and no ``rope_scaling``: the pre-trained model.
+    multipliers : tuple of int > 1
+        Test (and fine-tune) lengths ``m * train_length``; each method's factor is ``m``.
+    methods : tuple from :data:`METHODS`
+    checkpoints : tuple of int, the first 0
+        Fine-tune step counts at which each method is evaluated; 0 is the stretched model
+        with no fine-tune. One fine-tune per (method, multiplier, seed) is saved at each count.
+    seeds : tuple of int
+        One pre-trained model per seed, shared by every method.
+    steps, batch, lr : pre-training (and from-scratch) settings, as :func:`train`.
+    tune_batch, tune_lr, tune_warmup : fine-tune settings, as :func:`fine_tune`.
+    n_test : int
+        Test sequences per length (the same sequences for every model).
+    yarn_params : tuple of ``(name, value)``
+        YaRN's keywords (``beta_fast``, ``beta_slow``); empty: the defaults 32 and 1.
+    scratch : bool
+        Also train the ceiling: a model with the unchanged RoPE trained from scratch at
+        ``max(multipliers) * train_length`` with the pre-training's steps, batch and learning
+        rate, evaluated at every multiplier (a causal model trained at a length is trained on
+        every shorter prefix too).
+    scratch_batch : int or None
+        The ceiling's batch (``None``: ``batch``).
+    workers : int or None
+        Worker processes (``None``: one per CPU core).
+    progress : bool or None
+        A progress bar over the jobs; ``None``: in a terminal or a Jupyter kernel, but not when
+        the ``CI`` environment variable is set or ``COURSE_PROGRESS=0``.
+
+    Returns
+    -------
+    ContextExtension
+    """
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
+    if (not isinstance(config, ModelConfig) or config.scheme != "rope"
+            or config.rope_scaling is not None):
+        raise TypeError("config must be a ModelConfig with scheme='rope' and no rope_scaling")
+    if config.vocab_size != task.vocab_size:
+        raise ValueError(f"config.vocab_size must equal the task's vocabulary ({task.vocab_size})")
+    train_length = val.positive_int(train_length, "train_length")
+    multipliers = tuple(val.positive_int(m, "multipliers") for m in multipliers)
+    if not multipliers or min(multipliers) < 2:
+        raise ValueError(f"multipliers must be integers >= 2, got {multipliers}")
+    methods = tuple(val.choice(m, "methods", METHODS) for m in methods)
+    checkpoints = tuple(val.positive_int(k, "checkpoints", allow_zero=True) for k in checkpoints)
+    if (len(checkpoints) < 2 or checkpoints[0] != 0
+            or list(checkpoints) != sorted(set(checkpoints))):
+        raise ValueError(f"checkpoints must start at 0 and increase, got {checkpoints}")
+    seeds = tuple(val.positive_int(s, "seeds", allow_zero=True) for s in seeds)
+    if not seeds or not methods:
+        raise ValueError("seeds and methods must each hold at least one value")
+    settings = {"train_length": train_length, "multipliers": multipliers,
+                "checkpoints": checkpoints, "steps": val.positive_int(steps, "steps"),
+                "batch": val.positive_int(batch, "batch"), "lr": val.positive_float(lr, "lr"),
+                "tune_batch": val.positive_int(tune_batch, "tune_batch"),
+                "tune_lr": val.positive_float(tune_lr, "tune_lr"),
+                "tune_warmup": val.positive_int(tune_warmup, "tune_warmup", allow_zero=True),
+                "n_test": val.positive_int(n_test, "n_test"), "yarn_params": tuple(yarn_params),
+                "seeds": seeds, "rope_base": config.rope_base,
+                "scratch_batch": val.positive_int(scratch_batch or batch, "scratch_batch")}
+    scratch = val.boolean(scratch, "scratch")
+    progress = _interactive_progress() if progress is None else val.boolean(progress, "progress")
+    first = [{"id": ("base", s), "kind": "base", "task": task, "config": config, "seed": s,
+              "settings": settings} for s in seeds]
+    if scratch:
+        first += [{"id": ("scratch", s), "kind": "scratch", "task": task, "config": config,
+                   "seed": s, "settings": settings} for s in seeds]
+
+    def followers(job, result):
+        return [{"id": ("tune", job["seed"], method, m), "kind": "tune", "task": task,
+                 "config": method_config(config, method, m, train_length, yarn_params),
+                 "params": result[0], "length": m * train_length,
+                 "seed": 1000 * job["seed"] + 10 * multipliers.index(m) + methods.index(method),
+                 "settings": settings}
+                for m in multipliers for method in methods]
+
+    n_total = len(first) + len(seeds) * len(methods) * len(multipliers)
+    if workers is None:
+        workers = min(os.cpu_count() or 1, n_total)
+    workers = val.positive_int(workers, "workers")
+    results = _schedule(first, followers, workers, progress, f"{task.name}: jobs", n_total)
+
+    longest = max(multipliers) * train_length
+    shape = (len(methods), len(multipliers), len(checkpoints), len(seeds))
+    correct = np.zeros(shape + (longest,), dtype=np.int64)
+    total = np.zeros((len(multipliers), longest), dtype=np.int64)
+    loss = np.empty(shape)
+    tune_losses = np.empty((len(methods), len(multipliers), len(seeds), checkpoints[-1]))
+    for a, method in enumerate(methods):
+        for k, m in enumerate(multipliers):
+            for j, s in enumerate(seeds):
+                _, evals, curve = results[("tune", s, method, m)]
+                tune_losses[a, k, j] = curve
+                for c, (hits, labelled, test_loss) in enumerate(evals):
+                    correct[a, k, c, j, :len(hits)] = hits
+                    total[k, :len(labelled)] = labelled
+                    loss[a, k, c, j] = test_loss
+    scratch_correct = np.zeros((len(multipliers), len(seeds), longest), dtype=np.int64)
+    scratch_loss = np.full((len(multipliers), len(seeds)), np.nan)
+    if scratch:
+        for j, s in enumerate(seeds):
+            for k, (hits, _, test_loss) in enumerate(results[("scratch", s)][1]):
+                scratch_correct[k, j, :len(hits)] = hits
+                scratch_loss[k, j] = test_loss
+    base_accuracy = np.array([results[("base", s)][1][0][0].sum() / results[("base", s)][1][0][1].sum()
+                              for s in seeds])
+    base_models = tuple((config, results[("base", s)][0]) for s in seeds)
+    settings = settings | {"scratch": scratch, "versions": versions()}
+    return ContextExtension(task=task, train_length=train_length, multipliers=multipliers,
+                            methods=methods, checkpoints=checkpoints, seeds=seeds,
+                            settings=settings, correct=correct, total=total, loss=loss,
+                            scratch_correct=scratch_correct, scratch_loss=scratch_loss,
+                            base_accuracy=base_accuracy, base_models=base_models,
+                            tune_losses=tune_losses)
+
+
+SHORT_LABELS = {"rope": "RoPE", "pi": "PI", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
+                "yarn": "YaRN", "yarn_no_t": "YaRN, no temp.", "scratch": "from scratch"}
+
+
+def _cell(values, spread, decimals=2):
+    values = np.asarray(values, dtype=float)
+    if not spread or values.size == 1:
+        return f"{values.mean():.{decimals}f}"
+    return f"{values.mean():.{decimals}f} ({values.min():.{decimals}f}-{values.max():.{decimals}f})"
+
+
+def table_rows(methods, checkpoints, multipliers, accuracy, ceiling=None, *, spread=True):
+    """Header and rows of the accuracy table from arrays (also for results read from a file).
+
+    ``accuracy``: ``(methods, multipliers, checkpoints, seeds)``; ``ceiling``:
+    ``(multipliers, seeds)`` or ``None``. One column per (multiplier, checkpoint).
+    """
+    headers = ["method"] + [f"{m}L {c}" for m in multipliers for c in checkpoints]
+    rows = [[SHORT_LABELS[method]] + [_cell(accuracy[a][k][c], spread)
+                                      for k in range(len(multipliers))
+                                      for c in range(len(checkpoints))]
+            for a, method in enumerate(methods)]
+    if ceiling is not None:
+        rows.append([SHORT_LABELS["scratch"]] + [_cell(ceiling[k], spread)
+                                                 for k in range(len(multipliers))
+                                                 for _ in checkpoints])
+    return headers, rows
+
+
+def format_table(headers, rows, *, markdown=False):
+    """Aligned text (or a markdown table) from a header and rows of strings."""
+    if markdown:
+        lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    widths = [max(len(r[c]) for r in rows + [headers]) for c in range(len(headers))]
+
+    def line(cells):
+        return "  ".join(x.ljust(w) if c == 0 else x.rjust(w)
+                         for c, (x, w) in enumerate(zip(cells, widths, strict=True)))
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def extension_table(result, *, multiplier=None, spread=True, markdown=False):
+    """Accuracy beyond the training length: one row per method (and the ceiling), one column
+    per fine-tune step count (``"4L 25"``: at 4L after 25 steps), for one multiplier or all;
+    mean over seeds and, with ``spread``, (worst-best seed)."""
+    if not isinstance(result, ContextExtension):
+        raise TypeError(f"result must be a ContextExtension, got {type(result).__name__}")
+    ks = (range(len(result.multipliers)) if multiplier is None
+          else [result.multipliers.index(multiplier)])
+    acc, ceiling = result.accuracy(), result.scratch_accuracy()
+    headers, rows = table_rows(result.methods, result.checkpoints,
+                               [result.multipliers[k] for k in ks], acc[:, list(ks)],
+                               ceiling[list(ks)] if result.settings.get("scratch", True)
+                               else None, spread=spread)
+    return format_table(headers, rows, markdown=markdown)
+
+
+def _style(method):
+    return {"color": _COLORS[method], "linestyle": "--" if method == "yarn_no_t" else "-",
+            "label": METHOD_LABELS[method]}
+
+
+def plot_by_position(result, multiplier, *, width=4, axes=None):
+    """Accuracy by position at ``multiplier * L``, one panel per method: before the fine-tune
+    (thin) and after the longest one (thick), with the ceiling (black, dotted) in every panel.
+    Returns the axes."""
+    k = result.multipliers.index(multiplier)
+    n_methods = len(result.methods)
+    if axes is None:
+        _, axes = plt.subplots(2, (n_methods + 1) // 2, figsize=(10, 5.2), sharex=True,
+                               sharey=True)
+    axes = np.ravel(axes)
+    for a, method in enumerate(result.methods):
+        ax = axes[a]
+        for c, lw, alpha, what in ((0, 1.2, 0.7, "no fine-tune"),
+                                   (len(result.checkpoints) - 1, 2.2, 1.0,
+                                    f"{result.checkpoints[-1]} steps")):
+            starts, acc = result.by_position(result.correct[a, k, c], k, width)
+            ax.plot(starts + width / 2, acc, color=_COLORS[method], linewidth=lw, alpha=alpha,
+                    linestyle="-" if c else ":", label=what)
+        if result.settings.get("scratch", True):
+            starts, acc = result.by_position(result.scratch_correct[k], k, width)
+            ax.plot(starts + width / 2, acc, color="k", linewidth=1, linestyle="--",
+                    label="trained long")
+        ax.axvline(result.train_length, color="0.5", linewidth=0.8)
+        ax.axhline(result.task.chance, color="0.5", linestyle=":", linewidth=0.8)
+        ax.set_title(METHOD_LABELS[method], fontsize=10)
+        ax.set_ylim(0, 1.04)
+    for ax in axes[n_methods:]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=9, loc="lower left")
+    for ax in axes[-((n_methods + 1) // 2):]:
+        ax.set_xlabel("position")
+    for ax in axes[::(n_methods + 1) // 2]:
+        ax.set_ylabel("accuracy")
+    return axes
+
+
+def plot_vs_steps(result, *, axes=None):
+    """Accuracy beyond ``L`` against fine-tune steps, one panel per multiplier, one line per
+    method (mean over seeds, worst-best band), the ceiling as a dashed line. Returns the axes."""
+    if axes is None:
+        _, axes = plt.subplots(1, len(result.multipliers), figsize=(10, 4), sharey=True)
+    axes = np.ravel(axes)
+    acc, ceiling = result.accuracy(), result.scratch_accuracy()
+    steps = np.array(result.checkpoints)
+    for k, m in enumerate(result.multipliers):
+        ax = axes[k]
+        for a, method in enumerate(result.methods):
+            ax.plot(steps, acc[a, k].mean(axis=-1), marker="o", markersize=4, **_style(method))
+            ax.fill_between(steps, acc[a, k].min(axis=-1), acc[a, k].max(axis=-1), alpha=0.1,
+                            color=_COLORS[method], linewidth=0)
+        if result.settings.get("scratch", True):
+            ax.axhline(ceiling[k].mean(), color="k", linestyle="--", linewidth=1,
+                       label=METHOD_LABELS["scratch"])
+        ax.axhline(result.task.chance, color="0.5", linestyle=":", linewidth=0.8)
+        ax.set(title=f"{m}L = {m * result.train_length} tokens", xlabel="fine-tune steps")
+        ax.set_ylim(0, 1.04)
+    axes[0].set_ylabel(f"accuracy, positions >= {result.train_length}")
+    axes[-1].legend(fontsize=9, loc="lower right")
+    return axes
