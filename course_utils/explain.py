@@ -31,6 +31,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import sys
 import textwrap
 
@@ -802,6 +803,12 @@ def _details(layer):
     return out
 
 
+def _fill(text, **kwargs):
+    """``textwrap.fill`` that never breaks a number written with spaces (``32 768``)."""
+    protected = re.sub(r"(?<=\d) (?=\d{3}\b)", "\u00a0", text)
+    return textwrap.fill(protected, **kwargs).replace("\u00a0", " ")
+
+
 def format_plan(plan, *, title=None):
     """The plan as text: runs of equal layers folded, then the values and their sources."""
     lines = []
@@ -809,7 +816,7 @@ def format_plan(plan, *, title=None):
         lines.append(title)
     lines.append(f"model_type {plan.model_type}, {len(plan.layers)} layers")
     for note in plan.notes:
-        lines.append(textwrap.fill(f"({note})", width=88, initial_indent="  ",
+        lines.append(_fill(f"({note})", width=88, initial_indent="  ",
                                    subsequent_indent="   "))
     groups = {}
     for layer in plan.layers:
@@ -817,19 +824,19 @@ def format_plan(plan, *, title=None):
     for members in sorted(groups.values(), key=lambda g: g[0].index):
         first = members[0]
         label = "layer" if len(members) == 1 else "layers"
-        lines.append(textwrap.fill(
+        lines.append(_fill(
             f"{label} {fold_layers([m.index for m in members])}: {_describe(first)}",
             width=88, subsequent_indent="    "))
-        lines += [textwrap.fill(d, width=88, initial_indent="    ", subsequent_indent="      ")
+        lines += [_fill(d, width=88, initial_indent="    ", subsequent_indent="      ")
                   for d in _details(first)]
     by_source = {}
     for name, value in plan.values.items():
         by_source.setdefault(value.source, []).append((name, value.value))
     for source in sorted(by_source, key=lambda s: (s != FILE, s)):
         items = ", ".join(f"{k} {_short(v)}" for k, v in by_source[source])
-        lines.append(textwrap.fill(f"{source}: {items}", width=88, subsequent_indent="    "))
+        lines.append(_fill(f"{source}: {items}", width=88, subsequent_indent="    "))
     if plan.not_interpreted:
-        lines.append(textwrap.fill("not interpreted: " + ", ".join(plan.not_interpreted),
+        lines.append(_fill("not interpreted: " + ", ".join(plan.not_interpreted),
                                    width=88, subsequent_indent="    "))
     return "\n".join(lines)
 
@@ -887,6 +894,7 @@ def draw_plan(plan, ax, *, title=None):
             lam = layer.wavelengths
             grid[layer.index, : lam.size] = np.where(np.isfinite(lam), np.log10(lam), np.nan)
     im = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis")
+    ax.grid(False)
     ax.set_xlabel("pair i")
     ax.set_ylabel("layer l")
     ax.set_title(title or f"{plan.model_type}: wavelength per layer and pair")
@@ -927,7 +935,8 @@ def main(argv=None):
     try:
         plan = position_plan(source, class_defaults=not args.no_class_defaults)
     except (TypeError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(_fill(f"error: {exc}", width=88, subsequent_indent="    "),
+              file=sys.stderr)
         return 2
     print(format_plan(plan, title=title))
     if args.plot:

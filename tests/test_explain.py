@@ -216,3 +216,16 @@ def test_draw_plan_leaves_nope_layers_blank():
     # pair i of a RoPE layer: log10 of 2 pi b^(2i/d), brute force per pair
     assert all(abs(grid[0, i] - np.log10(2 * np.pi * 100.0 ** (2 * i / 8))) < 1e-12
                for i in range(4))
+
+
+def test_printed_plans_of_stored_files_fit_88_columns():
+    import re
+
+    from course_utils.data.released import released_config, released_config_names
+    for name in released_config_names():
+        try:
+            text = format_plan(position_plan(released_config(name), class_defaults=False))
+        except ValueError:
+            continue
+        assert max(len(line) for line in text.splitlines()) <= 88, name
+        assert not re.search(r"= \d{1,3}\n", text), name  # no "L = 32\n 768"
