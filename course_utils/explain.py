@@ -31,6 +31,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import sys
 import textwrap
 
@@ -41,8 +42,8 @@ from .modern import deepseek_softmax_scale, partial_rotary_dim
 from .rope import rope_inv_freq
 from .scaling import METHODS, rope_scaling
 
-__all__ = ["LayerPlan", "PositionPlan", "Value", "position_plan", "format_plan", "plot_plan",
-           "fold_layers", "main"]
+__all__ = ["LayerPlan", "PositionPlan", "Value", "position_plan", "format_plan", "plan_summary",
+           "draw_plan", "plot_plan", "fold_layers", "main"]
 
 FILE = "file"
 UNKNOWN = "unknown"
@@ -508,6 +509,8 @@ def position_plan(config, *, class_defaults=True):
     notes = []
     if model_type is None:
         notes.append("no model_type: every value not in the file is unknown")
+    elif not class_defaults:
+        notes.append("class defaults not looked up: a value not in the file is unknown")
     elif defaults.cls is None:
         notes.append(f"model_type {model_type!r}: no config class found (transformers missing or "
                      "unknown type); values not in the file are unknown")
@@ -800,6 +803,12 @@ def _details(layer):
     return out
 
 
+def _fill(text, **kwargs):
+    """``textwrap.fill`` that never breaks a number written with spaces (``32 768``)."""
+    protected = re.sub(r"(?<=\d) (?=\d{3}\b)", "\u00a0", text)
+    return textwrap.fill(protected, **kwargs).replace("\u00a0", " ")
+
+
 def format_plan(plan, *, title=None):
     """The plan as text: runs of equal layers folded, then the values and their sources."""
     lines = []
@@ -807,23 +816,27 @@ def format_plan(plan, *, title=None):
         lines.append(title)
     lines.append(f"model_type {plan.model_type}, {len(plan.layers)} layers")
     for note in plan.notes:
-        lines.append(f"  ({note})")
+        lines.append(_fill(f"({note})", width=88, initial_indent="  ",
+                                   subsequent_indent="   "))
     groups = {}
     for layer in plan.layers:
         groups.setdefault(layer.signature(), []).append(layer)
     for members in sorted(groups.values(), key=lambda g: g[0].index):
         first = members[0]
         label = "layer" if len(members) == 1 else "layers"
-        lines.append(f"{label} {fold_layers([m.index for m in members])}: {_describe(first)}")
-        lines += [f"    {d}" for d in _details(first)]
+        lines.append(_fill(
+            f"{label} {fold_layers([m.index for m in members])}: {_describe(first)}",
+            width=88, subsequent_indent="    "))
+        lines += [_fill(d, width=88, initial_indent="    ", subsequent_indent="      ")
+                  for d in _details(first)]
     by_source = {}
     for name, value in plan.values.items():
         by_source.setdefault(value.source, []).append((name, value.value))
     for source in sorted(by_source, key=lambda s: (s != FILE, s)):
         items = ", ".join(f"{k} {_short(v)}" for k, v in by_source[source])
-        lines.append(textwrap.fill(f"{source}: {items}", width=88, subsequent_indent="    "))
+        lines.append(_fill(f"{source}: {items}", width=88, subsequent_indent="    "))
     if plan.not_interpreted:
-        lines.append(textwrap.fill("not interpreted: " + ", ".join(plan.not_interpreted),
+        lines.append(_fill("not interpreted: " + ", ".join(plan.not_interpreted),
                                    width=88, subsequent_indent="    "))
     return "\n".join(lines)
 
@@ -833,24 +846,69 @@ def _short(value):
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def plot_plan(plan, path, *, title=None):
-    """Save a figure of layers (rows) by pairs (columns), coloured by log10 of the wavelength;
-    layers without RoPE are left blank."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _short_base(base):
+    for unit, size in (("M", 1e6), ("k", 1e3)):
+        if base >= size and (base / size) == round(base / size, 3):
+            return f"{base / size:g}{unit}"
+    return f"{base:g}"
 
+
+def plan_summary(plan):
+    """Two short strings for a table row: ``"attention"`` (layer counts by kind, in order of
+    appearance, e.g. ``"22 sliding 512, 4 full"``) and ``"rope"`` (each distinct RoPE setting:
+    base, scaling and factor, rotated width when partial, and the layer kind it belongs to when
+    there are several; ``NoPE in k`` for layers without RoPE)."""
+    counts = {}
+    for layer in plan.layers:
+        kind = {"none": "linear"}.get(layer.attention, layer.attention)
+        if layer.span is not None:
+            kind = f"{kind} {layer.span}"
+        counts[kind] = counts.get(kind, 0) + 1
+    attention = ", ".join(f"{k_count} {kind}" for kind, k_count in counts.items())
+    settings = {}
+    for layer in plan.layers:
+        if not layer.rope:
+            continue
+        text = _short_base(layer.base)
+        if layer.scaling:
+            factor = layer.scaling_params.get("factor")
+            text += f", {layer.scaling}" + (f" x{factor:g}" if factor else "")
+        if layer.rotary_dim != layer.head_dim:
+            text += f", {layer.rotary_dim} of {layer.head_dim} ch."
+        settings.setdefault(text, layer.attention)
+    kinds = set(settings.values())
+    rope = " / ".join(f"{t} ({kind})" if len(kinds) > 1 else t for t, kind in settings.items())
+    nope = sum(1 for layer in plan.layers if not layer.rope and layer.attention != "none")
+    if nope:
+        rope = f"{rope}; NoPE in {nope}" if rope else f"NoPE in {nope}"
+    return {"attention": attention, "rope": rope or "none"}
+
+
+def draw_plan(plan, ax, *, title=None):
+    """Draw layers (rows) by pairs (columns) on ``ax``, coloured by log10 of the wavelength
+    in positions; layers without RoPE are left blank. Returns the image (for a colorbar)."""
     width = max((layer.rotary_dim or 0) // 2 for layer in plan.layers) or 1
     grid = np.full((len(plan.layers), width), np.nan)
     for layer in plan.layers:
         if layer.rope:
             lam = layer.wavelengths
             grid[layer.index, : lam.size] = np.where(np.isfinite(lam), np.log10(lam), np.nan)
-    fig, ax = plt.subplots(figsize=(7, 2 + 0.12 * len(plan.layers)))
     im = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis")
+    ax.grid(False)
     ax.set_xlabel("pair i")
-    ax.set_ylabel("layer")
+    ax.set_ylabel("layer l")
     ax.set_title(title or f"{plan.model_type}: wavelength per layer and pair")
+    return im
+
+
+def plot_plan(plan, path, *, title=None):
+    """Save :func:`draw_plan`'s figure to ``path`` (a PNG, with a colorbar)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 2 + 0.12 * len(plan.layers)))
+    im = draw_plan(plan, ax, title=title)
     fig.colorbar(im, ax=ax, label="log10 wavelength (positions)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -877,7 +935,8 @@ def main(argv=None):
     try:
         plan = position_plan(source, class_defaults=not args.no_class_defaults)
     except (TypeError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(_fill(f"error: {exc}", width=88, subsequent_indent="    "),
+              file=sys.stderr)
         return 2
     print(format_plan(plan, title=title))
     if args.plot:

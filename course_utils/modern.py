@@ -10,7 +10,8 @@ switches:
   :func:`llama4_layer_types`), and Llama 4 scales the queries of those layers by a factor that
   grows with the position (:func:`llama4_attn_scales`).
 * ``layer_types`` with two RoPE bases (Gemma 3): sliding-window layers and global layers
-  (:func:`sliding_window_layer_types`, :func:`sliding_window_mask`, :func:`turns_within`).
+  (:func:`sliding_window_layer_types`, :func:`sliding_window_mask`, :func:`turns_within`);
+  Llama 4's RoPE layers attend within fixed chunks instead (:func:`chunked_attention_mask`).
 * Multi-head latent attention (DeepSeek-V2/V3): a separate rotary part of width
   ``qk_rope_head_dim`` whose key is shared by all heads (:func:`deepseek_rope`,
   :func:`mla_scores`, :func:`deepseek_softmax_scale`).
@@ -39,6 +40,7 @@ __all__ = [
     "sliding_window_layer_types",
     "llama4_attn_scales",
     "sliding_window_mask",
+    "chunked_attention_mask",
     "turns_within",
     "deepseek_rope",
     "deepseek_softmax_scale",
@@ -230,6 +232,41 @@ def sliding_window_mask(n_queries, window, n_keys=None):
     m = np.arange(n_keys - n_queries, n_keys)[:, None]
     distance = m - np.arange(n_keys)[None, :]
     return (distance >= 0) & (distance < window)
+
+
+def chunked_attention_mask(n_queries, chunk_size, n_keys=None):
+    """Boolean ``(n_queries, n_keys)`` mask of causal chunked attention (Llama 4's RoPE layers).
+
+    True where ``n <= m`` and ``n // C == m // C``: the positions are cut into fixed blocks of
+    ``C = chunk_size`` tokens, and each query sees only the earlier keys of its own block. Unlike
+    a sliding window, what a query sees depends on where it sits in its chunk: the first query
+    of a chunk sees only itself, the last one ``C`` keys. Queries are the last ``n_queries`` of
+    the ``n_keys`` positions, as in :func:`sliding_window_mask` (no left padding).
+
+    Parameters
+    ----------
+    n_queries : int
+    chunk_size : int
+        The config's ``attention_chunk_size`` (8192 for Llama 4).
+    n_keys : int, optional
+        Defaults to ``n_queries``; at least ``n_queries``.
+
+    Returns
+    -------
+    bool array, shape ``(n_queries, n_keys)``.
+
+    References
+    ----------
+    Hugging Face ``masking_utils.py`` ``chunked_overlay`` (``kv_idx // chunk_size ==
+    q_idx // chunk_size``, on top of the causal mask) and ``create_chunked_causal_mask``, used
+    for the ``"chunked_attention"`` layers in ``models/llama4/modeling_llama4.py``
+    (``Llama4TextModel.forward``).
+    """
+    n_queries, n_keys = val.query_key_counts(n_queries, n_keys)
+    chunk_size = val.positive_int(chunk_size, "chunk_size")
+    m = np.arange(n_keys - n_queries, n_keys)[:, None]
+    n = np.arange(n_keys)[None, :]
+    return (n <= m) & (n // chunk_size == m // chunk_size)
 
 
 def turns_within(span, inv_freq):
@@ -495,106 +532,3 @@ def streaming_cache(n_tokens, *, n_sink, window, reassign=True):
         kept = np.concatenate([np.arange(n_sink), np.arange(n_tokens - window, n_tokens)])
     positions = np.arange(kept.size) if reassign else kept.copy()
     return kept.astype(np.int64), positions.astype(np.int64)
-
-
-# The position-related settings of widely used models. ``class`` entries are the defaults of
-# the named config class in transformers 5.23 (``tests/test_reference_modern.py`` reads every
-# one of them back from the class); other entries name the file or paper they were read from.
-# A released checkpoint's config.json may differ from a class default; where the course knows
-# of such a difference from a cited source, the entry says so in ``note``.
-_TF = "transformers 5.23 "
-MODEL_TABLE = [
-    {"model": "GPT-NeoX-20B", "scheme": "partial RoPE (half layout)",
-     "config_class": "GPTNeoXConfig",
-     "values": {"hidden_size": 6144, "num_attention_heads": 64,
-                "rope_parameters.partial_rotary_factor": 0.25,
-                "rope_parameters.rope_theta": 10000.0, "max_position_embeddings": 2048},
-     "source": _TF + "models/gpt_neox/configuration_gpt_neox.py (class default; rotary_pct)"},
-    {"model": "Phi-1", "scheme": "partial RoPE (half layout)", "config_class": "PhiConfig",
-     "values": {"hidden_size": 2048, "num_attention_heads": 32,
-                "rope_parameters.partial_rotary_factor": 0.5,
-                "rope_parameters.rope_theta": 10000.0, "max_position_embeddings": 2048},
-     "source": _TF + "models/phi/configuration_phi.py (class default, checkpoint microsoft/phi-1)",
-     "note": "Phi-2 uses the same class with its own factor, not readable here"},
-    {"model": "Phi-3-mini-4k", "scheme": "RoPE", "config_class": "Phi3Config",
-     "values": {"hidden_size": 3072, "num_attention_heads": 32,
-                "rope_parameters.partial_rotary_factor": 1.0,
-                "rope_parameters.rope_theta": 10000.0, "max_position_embeddings": 4096},
-     "source": _TF + "models/phi3/configuration_phi3.py (class default)",
-     "note": "the 128k variant adds LongRoPE (notebooks 07, 08)"},
-    {"model": "Mistral 7B v0.1", "scheme": "RoPE, sliding window on every layer",
-     "config_class": "MistralConfig",
-     "values": {"rope_parameters.rope_theta": 10000.0, "head_dim": 128, "sliding_window": 4096},
-     "source": _TF + "models/mistral/configuration_mistral.py (class default)"},
-    {"model": "Llama 3.1 8B", "scheme": "RoPE + llama3 scaling", "config_class": None,
-     "values": {"rope_theta": 500000.0, "head_dim": 128, "factor": 8.0, "low_freq_factor": 1.0,
-                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
-                "max_position_embeddings": 131072},
-     "source": "hub config.json of meta-llama/Llama-3.1-8B, as cited in notebooks 07 and 08"},
-    {"model": "Llama 4 Scout", "scheme": "RoPE in chunked layers, NoPE every 4th layer",
-     "config_class": "Llama4TextConfig",
-     "values": {"num_hidden_layers": 48, "head_dim": 128, "rope_parameters.rope_theta": 500000.0,
-                "no_rope_layer_interval": 4, "attention_chunk_size": 8192,
-                "attn_temperature_tuning": True, "floor_scale": 8192, "attn_scale": 0.1,
-                "use_qk_norm": True},
-     "source": _TF + "models/llama4/configuration_llama4.py (class default, checkpoint "
-               "meta-llama/Llama-4-Scout-17B-16E)",
-     "note": "Meta's models/llama4/args.py: Scout alone scales RoPE, factor 16, "
-             "high_freq_factor 1"},
-    {"model": "Qwen2-7B-Instruct", "scheme": "RoPE", "config_class": None,
-     "values": {"rope_theta": 1000000.0, "max_position_embeddings": 32768},
-     "source": "hub config.json of Qwen/Qwen2-7B-Instruct, as cited in notebook 08"},
-    {"model": "Qwen3-8B", "scheme": "RoPE, QK-norm", "config_class": "Qwen3Config",
-     "values": {"head_dim": 128, "max_position_embeddings": 32768},
-     "source": _TF + "models/qwen3/configuration_qwen3.py (class default)",
-     "note": "base raised from 10 000 to 1 000 000 in pre-training (Qwen3 technical report, "
-             "long-context pre-training stage); the class default base is the generic 10 000"},
-    {"model": "Qwen3-Next-80B-A3B", "scheme": "partial RoPE; 3 of 4 layers linear attention",
-     "config_class": "Qwen3NextConfig",
-     "values": {"head_dim": 256, "rope_parameters.partial_rotary_factor": 0.25,
-                "num_hidden_layers": 48},
-     "source": _TF + "models/qwen3_next/configuration_qwen3_next.py (class default)"},
-    {"model": "Gemma 3 (4B)", "scheme": "5 sliding-window layers (base 10 000), then 1 global "
-                                        "(base 1 000 000)",
-     "config_class": "Gemma3TextConfig",
-     "values": {"num_hidden_layers": 26, "head_dim": 256, "sliding_window": 4096,
-                "rope_parameters.sliding_attention.rope_theta": 10000.0,
-                "rope_parameters.full_attention.rope_theta": 1000000.0,
-                "max_position_embeddings": 131072},
-     "source": _TF + "models/gemma3/configuration_gemma3.py (class default; "
-               "sliding_window_pattern 6)",
-     "note": "the Gemma 3 technical report gives a 1024-token window and a linear factor 8 on "
-             "the global layers"},
-    {"model": "SmolLM3-3B", "scheme": "RoPE, NoPE every 4th layer",
-     "config_class": "SmolLM3Config",
-     "values": {"num_hidden_layers": 36, "hidden_size": 2048, "num_attention_heads": 16,
-                "no_rope_layer_interval": 4, "rope_parameters.rope_theta": 2000000.0,
-                "max_position_embeddings": 32768},
-     "source": _TF + "models/smollm3/configuration_smollm3.py (class default)"},
-    {"model": "OLMo 2 7B", "scheme": "RoPE, QK-norm", "config_class": "Olmo2Config",
-     "values": {"hidden_size": 4096, "num_attention_heads": 32},
-     "source": _TF + "models/olmo2/configuration_olmo2.py (class default)",
-     "note": "base 500 000 (OLMo et al. 2024, 2 OLMo 2 Furious, its architecture); the class "
-             "default base is the generic 10 000"},
-    {"model": "OLMo 3 7B", "scheme": "RoPE; 3 sliding-window layers, then 1 global",
-     "config_class": "Olmo3Config",
-     "values": {"sliding_window": 4096, "rope_parameters.full_attention.rope_theta": 500000.0},
-     "source": _TF + "models/olmo3/configuration_olmo3.py (class default)"},
-    {"model": "DeepSeek-V3", "scheme": "MLA with decoupled RoPE + YaRN",
-     "config_class": "DeepseekV3Config",
-     "values": {"num_attention_heads": 128, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
-                "kv_lora_rank": 512, "q_lora_rank": 1536, "rope_interleave": True},
-     "source": _TF + "models/deepseek_v3/configuration_deepseek_v3.py (class default)",
-     "note": "YaRN factor 40 from 4096, beta 32/1, mscale 1.0, base 10 000: "
-             "deepseek-ai/DeepSeek-V3 inference/model.py ModelArgs"},
-    {"model": "GPT-OSS (20B, 120B)", "scheme": "RoPE + YaRN, alternating 128-token window, "
-                                               "learned sinks",
-     "config_class": "GptOssConfig",
-     "values": {"head_dim": 64, "sliding_window": 128, "rope_parameters.rope_theta": 150000.0,
-                "rope_parameters.factor": 32.0, "rope_parameters.beta_fast": 32.0,
-                "rope_parameters.beta_slow": 1.0, "rope_parameters.truncate": False,
-                "rope_parameters.original_max_position_embeddings": 4096,
-                "max_position_embeddings": 131072},
-     "source": _TF + "models/gpt_oss/configuration_gpt_oss.py (class default); the same in "
-               "openai/gpt-oss gpt_oss/torch/model.py ModelConfig"},
-]

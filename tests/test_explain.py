@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from course_utils.explain import fold_layers, format_plan, main, position_plan
+from course_utils.explain import fold_layers, format_plan, main, plan_summary, position_plan
 from course_utils.rope import rope_inv_freq
 from course_utils.scaling import rope_scaling
 
@@ -185,3 +185,47 @@ def test_mangled_released_files_fail_with_a_named_field(name):
                 format_plan(position_plan(cfg, class_defaults=False))
             except (TypeError, ValueError) as exc:
                 assert str(exc)
+
+
+def test_plan_summary_counts_layers_and_rope_settings():
+    cfg = {**MULTIMODAL["text_config"]}
+    summary = plan_summary(position_plan(cfg, class_defaults=False))
+    # 8 layers, every 4th global: 6 sliding, 2 full; local base 1e4, global 1e6 scaled by 4
+    assert summary == {"attention": "6 sliding 256, 2 full",
+                       "rope": "10k (sliding) / 1M, linear x4 (full)"}
+    nope = {"model_type": "llama4_text", "num_hidden_layers": 8, "head_dim": 64,
+            "attention_chunk_size": 1024, "no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0],
+            "rope_theta": 500000.0, "max_position_embeddings": 4096}
+    assert plan_summary(position_plan(nope, class_defaults=False)) == {
+        "attention": "6 chunked 1024, 2 full", "rope": "500k; NoPE in 2"}
+
+
+def test_draw_plan_leaves_nope_layers_blank():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_utils.explain import draw_plan
+    cfg = {"model_type": "llama4_text", "num_hidden_layers": 4, "head_dim": 8,
+           "attention_chunk_size": 16, "no_rope_layers": [1, 1, 1, 0], "rope_theta": 100.0,
+           "max_position_embeddings": 64}
+    fig, ax = plt.subplots()
+    grid = draw_plan(position_plan(cfg, class_defaults=False), ax).get_array()
+    plt.close(fig)
+    assert grid.shape == (4, 4) and grid.mask[3].all() and not grid.mask[:3].any()
+    # pair i of a RoPE layer: log10 of 2 pi b^(2i/d), brute force per pair
+    assert all(abs(grid[0, i] - np.log10(2 * np.pi * 100.0 ** (2 * i / 8))) < 1e-12
+               for i in range(4))
+
+
+def test_printed_plans_of_stored_files_fit_88_columns():
+    import re
+
+    from course_utils.data.released import released_config, released_config_names
+    for name in released_config_names():
+        try:
+            text = format_plan(position_plan(released_config(name), class_defaults=False))
+        except ValueError:
+            continue
+        assert max(len(line) for line in text.splitlines()) <= 88, name
+        assert not re.search(r"= \d{1,3}\n", text), name  # no "L = 32\n 768"

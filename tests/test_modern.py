@@ -10,6 +10,7 @@ import pytest
 
 from course_utils.modern import (
     attention_with_sinks,
+    chunked_attention_mask,
     deepseek_rope,
     deepseek_softmax_scale,
     llama4_attn_scales,
@@ -41,6 +42,20 @@ def test_sliding_window_mask_by_loop():
     for row, m in enumerate(range(5, 9)):
         for n in range(9):
             assert mask[row, n] == (0 <= m - n < 3)
+
+
+@pytest.mark.parametrize("n_queries, chunk, n_keys", [(9, 3, None), (4, 4, 11), (7, 1, 7),
+                                                      (5, 16, 12)])
+def test_chunked_attention_mask_by_loop(n_queries, chunk, n_keys):
+    mask = chunked_attention_mask(n_queries, chunk, n_keys=n_keys)
+    keys = n_queries if n_keys is None else n_keys
+    assert mask.shape == (n_queries, keys)
+    for row, m in enumerate(range(keys - n_queries, keys)):
+        start = m  # the first position of m's chunk, found by walking back
+        while start % chunk:
+            start -= 1
+        for n in range(keys):
+            assert mask[row, n] == (start <= n <= m)
 
 
 def test_layer_patterns_known_answers():
@@ -84,6 +99,9 @@ def test_sinks_with_very_negative_logit_are_plain_attention():
     (lambda: llama4_attn_scales([1.5]), ValueError, "positions"),
     (lambda: llama4_attn_scales([1], floor_scale=0), ValueError, "floor_scale"),
     (lambda: sliding_window_mask(3, 0), ValueError, "window"),
+    (lambda: chunked_attention_mask(3, 0), ValueError, "chunk_size"),
+    (lambda: chunked_attention_mask(3, 2.5), TypeError, "chunk_size"),
+    (lambda: chunked_attention_mask(5, 2, n_keys=3), ValueError, "n_keys"),
     (lambda: turns_within(10, [1.0, -1.0]), ValueError, "inv_freq"),
     (lambda: turns_within(0, [1.0]), ValueError, "span"),
     (lambda: deepseek_rope(np.ones((2, 4)), [0, 1], inv_freq=[1.0, 0.1], rope_interleave=1),

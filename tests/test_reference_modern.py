@@ -1,7 +1,8 @@
 """Agreement of course_utils.modern with Hugging Face transformers: the layer patterns the Llama 4,
 SmolLM3 and Gemma 3 config classes build, Llama 4's attention temperature, partial RoPE (GPT-NeoX),
-DeepSeek-V3's decoupled rotary attention, GPT-OSS's sinks, and every class default quoted in
-MODEL_TABLE.
+DeepSeek-V3's decoupled rotary attention, GPT-OSS's sinks, Llama 4's chunked mask, and the layer
+patterns of every stored released config (course_utils/data/configs) that the course's pattern
+functions can build.
 
 Models are built from tiny configs with random weights: nothing is downloaded. Without
 torch/transformers (`make reference`) these tests skip locally and fail in CI.
@@ -14,9 +15,10 @@ import importlib
 import numpy as np
 import pytest
 
+from course_utils.data.released import released_config, released_config_names
 from course_utils.modern import (
-    MODEL_TABLE,
     attention_with_sinks,
+    chunked_attention_mask,
     deepseek_softmax_scale,
     llama4_attn_scales,
     llama4_layer_types,
@@ -182,18 +184,60 @@ def test_sinks_match_gpt_oss_eager_attention(torch, transformers):
     np.testing.assert_allclose(ours_out, out.numpy()[0].transpose(1, 0, 2), rtol=1e-12, atol=1e-14)
 
 
-def _get(config, path):
-    for part in path.split("."):
-        config = config[part] if isinstance(config, dict) else getattr(config, part)
-    return config
+def _pattern_from_file(text):
+    """The course's layer pattern for a stored config's text part, from the file's own keys
+    (None where no course function builds it from them)."""
+    n = text.get("num_hidden_layers")
+    if "sliding_window_pattern" in text:
+        return sliding_window_layer_types(n, text["sliding_window_pattern"])
+    if text.get("model_type") in ("gemma2", "gpt_oss"):
+        return sliding_window_layer_types(n, 2)
+    if "no_rope_layers" in text or "no_rope_layer_interval" in text:
+        flags = text.get("no_rope_layers") or no_rope_layers(n, text["no_rope_layer_interval"])
+        if text["model_type"] == "llama4_text":
+            return llama4_layer_types(flags)
+        return smollm3_layer_types(flags, use_sliding_window=text.get("use_sliding_window", False),
+                                   sliding_window=text.get("sliding_window"))
+    return None
 
 
-@pytest.mark.parametrize("entry", [e for e in MODEL_TABLE if e["config_class"]],
-                         ids=lambda e: e["model"])
-def test_model_table_class_defaults(transformers, entry):
-    config = getattr(transformers, entry["config_class"])()
-    for path, value in entry["values"].items():
-        assert _get(config, path) == value, (entry["model"], path)
+def _text(name):
+    cfg = released_config(name).config
+    return cfg.get("text_config", cfg)
+
+
+PATTERNED = [n for n in released_config_names() if _pattern_from_file(_text(n)) is not None]
+
+
+def test_some_stored_configs_have_a_pattern():
+    assert len(PATTERNED) >= 3  # Gemma 2 9B, Gemma 3 1B, GPT-OSS 20B at least
+
+
+@pytest.mark.parametrize("name", PATTERNED)
+def test_layer_patterns_of_stored_configs_match_config_classes(transformers, name):
+    """For every stored config with a local/global or NoPE pattern, the course's pattern
+    function fed with the file's values gives the config class's ``layer_types`` (built by
+    transformers from the same file) and the file's own ``layer_types`` where it has one."""
+    cfg = released_config(name).config
+    text = cfg.get("text_config", cfg)
+    ours = _pattern_from_file(text)
+    hf = transformers.AutoConfig.for_model(**cfg)
+    hf = hf.get_text_config() if "text_config" in cfg else hf
+    assert list(hf.layer_types) == ours
+    if "layer_types" in text:
+        assert text["layer_types"] == ours
+
+
+@pytest.mark.parametrize("n_queries, chunk, n_keys", [(12, 4, 12), (5, 3, 13), (9, 16, 9)])
+def test_chunked_mask_matches_masking_utils(torch, transformers, n_queries, chunk, n_keys):
+    """chunked_overlay on top of the causal rule, evaluated at every (query, key) pair."""
+    masking = importlib.import_module("transformers.masking_utils")
+    overlay = masking.chunked_overlay(chunk, torch.zeros(1, dtype=torch.long))
+    causal = masking.causal_mask_function
+    offset = n_keys - n_queries
+    ref = np.array([[bool(causal(0, 0, m + offset, n)) and bool(overlay(0, 0, m + offset, n))
+                     for n in range(n_keys)] for m in range(n_queries)])
+    np.testing.assert_array_equal(chunked_attention_mask(n_queries, chunk, n_keys), ref)
 
 
 @pytest.mark.parametrize("factor, mscale, mscale_all_dim, qk_head_dim",
