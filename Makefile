@@ -17,7 +17,7 @@ OLDEST_PYTHON ?= python3
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain clean
+.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -109,8 +109,12 @@ determinism: setup ## Execute every notebook twice in fresh kernels (temporary c
 portability: setup ## Run every notebook under nbval as on other CPUs (numpy SIMD paths, OpenBLAS kernels); table into benchmarks/RESULTS.md
 	$(PYTHON) tools/portability.py --write
 
-lab-seeds: setup ## Run the lab notebook once per seed 0-4 and with all five: do its checks hold on every seed? Table into benchmarks/RESULTS.md
+lab-seeds: setup ## Run each lab notebook (09, 12) once per seed 0-4 and with all five: do its checks hold on every seed? Table into benchmarks/RESULTS.md
 	$(PYTHON) tools/lab_seeds.py --write
+	$(PYTHON) tools/lab_seeds.py --notebook notebooks/12_lab_context_extension.ipynb --write
+
+lab2-grid: setup ## Context-extension lab (notebook 12): full grid, 5 seeds, fine-tunes to 200 steps, learning-rate variants; tables and figure into benchmarks/LAB2_GRID.md
+	$(PYTHON) tools/lab2_grid.py
 
 bench: setup ## Time the course_utils kernels, every notebook under nbval and the site build; write benchmarks/RESULTS.md
 	$(PYTHON) benchmarks/bench.py

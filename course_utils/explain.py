@@ -884,9 +884,24 @@ def plan_summary(plan):
     return {"attention": attention, "rope": rope or "none"}
 
 
+def _require_plan(plan):
+    if not isinstance(plan, PositionPlan):
+        raise TypeError(f"plan must be a PositionPlan (from explain_config), got "
+                        f"{type(plan).__name__}")
+
+
+def _require_title(title):
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a string or None, got {type(title).__name__}")
+
+
 def draw_plan(plan, ax, *, title=None):
     """Draw layers (rows) by pairs (columns) on ``ax``, coloured by log10 of the wavelength
     in positions; layers without RoPE are left blank. Returns the image (for a colorbar)."""
+    _require_plan(plan)
+    if not hasattr(ax, "imshow"):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    _require_title(title)
     width = max((layer.rotary_dim or 0) // 2 for layer in plan.layers) or 1
     grid = np.full((len(plan.layers), width), np.nan)
     for layer in plan.layers:
@@ -903,6 +918,10 @@ def draw_plan(plan, ax, *, title=None):
 
 def plot_plan(plan, path, *, title=None):
     """Save :func:`draw_plan`'s figure to ``path`` (a PNG, with a colorbar)."""
+    _require_plan(plan)
+    _require_title(title)
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise TypeError(f"path must be a file path (str or os.PathLike), got {path!r:.60}")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

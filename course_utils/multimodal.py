@@ -363,6 +363,11 @@ def apply_rope_2d(x, rows, cols, freq_row, freq_col, *, layout):
     cols = val.numeric_array(cols, "cols")
     freq_row = val.numeric_array(freq_row, "freq_row")
     freq_col = val.numeric_array(freq_col, "freq_col")
+    n_pairs = np.shape(x)[-1] // 2 if np.ndim(x) else None
+    for name, freq in (("freq_row", freq_row), ("freq_col", freq_col)):
+        if n_pairs is not None and freq.shape != (n_pairs,):
+            raise ValueError(f"{name} must have shape (head_dim // 2,) = ({n_pairs},), "
+                             f"got {freq.shape}")
     by_row = apply_rope(x, rows, layout=layout, inv_freq=freq_row)
     return apply_rope(by_row, cols, layout=layout, inv_freq=freq_col)
 

@@ -94,7 +94,11 @@ NEG_INF_ALLOWED = {
     "course_utils.practice.mask_to_bias",  # blocked entries become -inf by definition
 }
 # Names an error message may use for an argument besides the parameter's own name.
-ARGUMENT_ALIASES = {}
+ARGUMENT_ALIASES = {
+    # A check called without a witness is refused, naming the missing argument.
+    "course_utils.checks.check_close": {"witness"},
+    "course_utils.checks.check_true": {"witness"},
+}
 # Functions that train many models for many steps: the listed parameters always get junk, so
 # the call is rejected before any training (their other arguments are still fuzzed).
 ALWAYS_JUNK = {

@@ -77,9 +77,9 @@ def check_softmax_backward(func):
     hints = [
         (weights * dweights,
          "that keeps only the direct path; every score also changes every weight through the "
-         "normaliser sum_j exp(s_j), which subtracts sum_j a_j dA_j"),
+         "normaliser sum_j exp(e_j), which subtracts sum_j a_j dA_j"),
         (weights * (1 - weights) * dweights,
-         "that is only the diagonal of the Jacobian (da_i/ds_i); the off-diagonal terms "
+         "that is only the diagonal of the Jacobian (da_j/de_j); the off-diagonal terms "
          "-a_i a_j matter too"),
         (dweights - np.sum(weights * dweights, axis=-1, keepdims=True),
          "almost: multiply by the weights a_i as well"),
