@@ -128,7 +128,7 @@ def test_class_defaults_are_the_class_s(transformers):
 
 
 def test_unseen_llama4_style_config_matches_transformers(transformers, torch):
-    """A Llama 4 Scout-like text config (not stored: no public copy was found): NoPE every 4th
+    """A Llama 4 Scout-Instruct-like text config (10M positions, not stored): NoPE every 4th
     layer, chunked attention elsewhere, llama3 scaling with equal low and high factors."""
     cfg = {"model_type": "llama4_text", "num_hidden_layers": 8, "hidden_size": 512,
            "num_attention_heads": 4, "head_dim": 128, "attention_chunk_size": 8192,
