@@ -198,6 +198,9 @@ class _Defaults:
             from transformers import CONFIG_MAPPING
             if model_type in CONFIG_MAPPING:
                 self.cls = CONFIG_MAPPING[model_type]
+                # A multimodal class read from a flat file (Qwen2.5-VL): the text keys are the
+                # text sub-config's, and so are their defaults.
+                self.cls = getattr(self.cls, "sub_configs", {}).get("text_config") or self.cls
                 self.label = _default_label()
 
     @property

@@ -45,7 +45,7 @@ def _as_transformers_reads(name, cfg):
 
 def _hf_config(transformers, cfg):
     outer = transformers.AutoConfig.for_model(**{k: v for k, v in cfg.items()})
-    return outer.get_text_config() if "text_config" in cfg else outer
+    return outer.get_text_config()  # itself for a text-only class; Qwen2.5-VL's file is flat
 
 
 def _rotary(torch, config):
