@@ -199,6 +199,9 @@ class _Defaults:
             from transformers import CONFIG_MAPPING
             if model_type in CONFIG_MAPPING:
                 self.cls = CONFIG_MAPPING[model_type]
+                # A multimodal class read from a flat file (Qwen2.5-VL): the text keys are the
+                # text sub-config's, and so are their defaults.
+                self.cls = getattr(self.cls, "sub_configs", {}).get("text_config") or self.cls
                 self.label = _default_label()
 
     @property
@@ -398,8 +401,11 @@ def _rope_flags(model_type, r, n):
     flags = r.get("no_rope_layers", default=False)
     if not flags:  # absent, null or [] : the config class builds it from the interval
         interval = _int(r.get("no_rope_layer_interval", required=True), "no_rope_layer_interval")
+        rule = "derived: (l + 1) % no_rope_layer_interval != 0"
+        if flags is not False:  # the file states it, empty: label the file's value too
+            rule = f"file ({json.dumps(flags)}), {rule}"
         flags = [int((i + 1) % interval != 0) for i in range(n)]
-        r.values["no_rope_layers"] = Value(flags, "derived: (l + 1) % no_rope_layer_interval != 0")
+        r.values["no_rope_layers"] = Value(flags, rule)
     if not isinstance(flags, list) or len(flags) != n or any(f not in (0, 1) for f in flags):
         got = len(flags) if isinstance(flags, list) else type(flags).__name__
         raise ValueError(f"no_rope_layers: must list 0 or 1 for each of the {n} layers, got {got}")

@@ -45,7 +45,7 @@ def _as_transformers_reads(name, cfg):
 
 def _hf_config(transformers, cfg):
     outer = transformers.AutoConfig.for_model(**{k: v for k, v in cfg.items()})
-    return outer.get_text_config() if "text_config" in cfg else outer
+    return outer.get_text_config()  # itself for a text-only class; Qwen2.5-VL's file is flat
 
 
 def _rotary(torch, config):
@@ -128,7 +128,7 @@ def test_class_defaults_are_the_class_s(transformers):
 
 
 def test_unseen_llama4_style_config_matches_transformers(transformers, torch):
-    """A Llama 4 Scout-like text config (not stored: no public copy was found): NoPE every 4th
+    """A Llama 4 Scout-Instruct-like text config (10M positions, not stored): NoPE every 4th
     layer, chunked attention elsewhere, llama3 scaling with equal low and high factors."""
     cfg = {"model_type": "llama4_text", "num_hidden_layers": 8, "hidden_size": 512,
            "num_attention_heads": 4, "head_dim": 128, "attention_chunk_size": 8192,
