@@ -49,11 +49,13 @@ def _repository() -> tuple[str, str]:
     Configured in one place, ``[tool.course]`` in pyproject.toml (``repository-url``,
     ``repository-branch``); the environment variables ``COURSE_REPOSITORY_URL`` and
     ``COURSE_REPOSITORY_BRANCH`` override it (the GitHub workflow sets them to the fork it runs
-    in). With no URL the pages carry no launch links at all, so none can be dead.
+    in; an empty ``COURSE_REPOSITORY_URL`` means none). With no URL the pages carry no launch
+    links at all, so none can be dead.
     """
     settings = tomllib.loads((pathlib.Path(__file__).parent / "pyproject.toml").read_text())
     course = settings.get("tool", {}).get("course", {})
-    url = (os.environ.get("COURSE_REPOSITORY_URL") or course.get("repository-url") or "").strip()
+    # Set in the environment (even to the empty string, "no repository"), the variable wins.
+    url = os.environ.get("COURSE_REPOSITORY_URL", course.get("repository-url") or "").strip()
     branch = (os.environ.get("COURSE_REPOSITORY_BRANCH") or course.get("repository-branch")
               or "main").strip()
     if url and not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url.rstrip("/")):

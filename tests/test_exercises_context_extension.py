@@ -92,6 +92,15 @@ def test_wrong_overshoots_get_hints(wrong, hint, capsys):
     assert out.startswith("TRY AGAIN") and hint in out
 
 
+def test_the_turn_rule_with_l_in_place_of_l_minus_1_is_rejected(capsys):
+    # rho < 1 (L theta < 2 pi) differs from (L - 1) theta < 2 pi on the setting with base 3.393.
+    def rho_rule(t, tn, L, N):
+        return np.where(L * t < 2 * np.pi, np.maximum(0, (N - 1) * tn - (L - 1) * t), 0)
+
+    assert check_angle_overshoot(rho_rule) is False
+    assert capsys.readouterr().out.startswith("TRY AGAIN")
+
+
 def test_wrong_shape_and_crash_are_reported(capsys):
     assert check_yarn_untouched(lambda d, b, L: np.ones(d, dtype=bool)) is False
     assert check_angle_overshoot(lambda t, tn, L, N: t @ np.ones((2, 2))) is False

@@ -192,7 +192,9 @@ def _pattern_from_file(text):
         return sliding_window_layer_types(n, text["sliding_window_pattern"])
     if text.get("model_type") in ("gemma2", "gpt_oss"):
         return sliding_window_layer_types(n, 2)
-    if "no_rope_layers" in text or "no_rope_layer_interval" in text:
+    if text.get("no_rope_layers") or "no_rope_layer_interval" in text:
+        # An empty no_rope_layers list (Llama 4 Scout's file) leaves the pattern to the class's
+        # default interval: not a pattern the file states, so such a file is not compared here.
         flags = text.get("no_rope_layers") or no_rope_layers(n, text["no_rope_layer_interval"])
         if text["model_type"] == "llama4_text":
             return llama4_layer_types(flags)

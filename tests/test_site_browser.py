@@ -58,6 +58,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    # Containers (a GitHub job in a Docker image) give /dev/shm only 64 MB.
+    "--disable-dev-shm-usage",
 ]
 SEARCH_WORD = "rotary"  # on the landing page, and the subject of notebook 05
 TIMEOUT_MS = 30_000

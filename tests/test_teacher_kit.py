@@ -38,6 +38,7 @@ def test_code_and_content_licences_are_present_and_named():
 
 
 def test_the_site_footer_names_both_licences_once():
+    pytest.importorskip("sphinx")  # conf.py imports it; the oldest-versions run has no docs extra
     sys.path.insert(0, str(ROOT))
     try:
         import conf
@@ -96,7 +97,9 @@ def _build_page(tmp_path, env_extra):
 
 
 def test_launch_links_appear_only_when_a_repository_is_configured(tmp_path):
-    plain = _build_page(tmp_path / "plain", {})
+    # An empty COURSE_REPOSITORY_URL means "no repository", whatever pyproject.toml says, so
+    # this half holds on a fork that has set its URL there.
+    plain = _build_page(tmp_path / "plain", {"COURSE_REPOSITORY_URL": ""})
     assert "mybinder.org" not in plain and "colab.research.google.com" not in plain
     configured = _build_page(tmp_path / "configured", {
         "COURSE_REPOSITORY_URL": "https://github.com/example-teacher/pe-course",
