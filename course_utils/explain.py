@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import numbers
 import os
 import pathlib
 import re
@@ -103,6 +104,40 @@ class LayerPlan:
     context: int | None = None
     extras: dict = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self):
+        _require_int(self.index, "index", minimum=0)
+        if self.layer_type not in LAYER_TYPES:
+            raise ValueError(f"layer_type must be one of {LAYER_TYPES}, got {self.layer_type!r:.60}")
+        if self.attention not in ("full", "sliding", "chunked", "none"):
+            raise ValueError("attention must be 'full', 'sliding', 'chunked' or 'none', got "
+                             f"{self.attention!r:.60}")
+        if not isinstance(self.rope, (bool, np.bool_)):
+            raise TypeError(f"rope must be a bool, got {self.rope!r:.60}")
+        for name in ("span", "head_dim", "rotary_dim", "context"):
+            if getattr(self, name) is not None:
+                _require_int(getattr(self, name), name, minimum=1)
+        for name in ("base", "attention_factor"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                                      or not np.isfinite(value) or value <= 0):
+                raise ValueError(f"{name} must be a positive finite number or None, got "
+                                 f"{value!r:.60}")
+        if self.scaling is not None and not isinstance(self.scaling, str):
+            raise TypeError(f"scaling must be a string or None, got {self.scaling!r:.60}")
+        for name in ("scaling_params", "extras"):
+            if not isinstance(getattr(self, name), dict):
+                raise TypeError(f"{name} must be a dict, got {getattr(self, name)!r:.60}")
+        if self.inv_freq is not None:
+            try:
+                inv = np.asarray(self.inv_freq, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"inv_freq must be a 1-D array of numbers or None, got "
+                                f"{self.inv_freq!r:.60}") from exc
+            if inv.ndim != 1 or not np.all(np.isfinite(inv)) or np.any(inv < 0):
+                raise ValueError(f"inv_freq must be a 1-D array of finite non-negative numbers, "
+                                 f"got {self.inv_freq!r:.60}")
+            self.inv_freq = inv
+
     @property
     def wavelengths(self):
         """``2 pi / theta_i`` per pair, in positions (``inf`` for a pair that does not turn,
@@ -147,6 +182,21 @@ class PositionPlan:
     notes: list
     text_config: bool
 
+    def __post_init__(self):
+        if not isinstance(self.model_type, str):
+            raise TypeError(f"model_type must be a string, got {self.model_type!r:.60}")
+        if not isinstance(self.layers, list) or not all(
+                isinstance(layer, LayerPlan) for layer in self.layers):
+            raise TypeError(f"layers must be a list of LayerPlan, got {self.layers!r:.60}")
+        if not isinstance(self.values, dict) or not all(
+                isinstance(v, Value) for v in self.values.values()):
+            raise TypeError(f"values must be a dict of Value, got {self.values!r:.60}")
+        for name in ("not_interpreted", "notes"):
+            if not isinstance(getattr(self, name), list):
+                raise TypeError(f"{name} must be a list, got {getattr(self, name)!r:.60}")
+        if not isinstance(self.text_config, (bool, np.bool_)):
+            raise TypeError(f"text_config must be a bool, got {self.text_config!r:.60}")
+
     def layer_types(self):
         """The ``layer_type`` of every layer, as transformers names them."""
         return [layer.layer_type for layer in self.layers]
@@ -157,6 +207,12 @@ class PositionPlan:
         for layer in self.layers:
             out.setdefault(layer.layer_type, layer)
         return out
+
+
+def _require_int(value, name, *, minimum):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+            or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r:.60}")
 
 
 def _hashable(v):
@@ -746,7 +802,13 @@ def _extras(model_type, r, layer):
 
 def fold_layers(indices):
     """Runs of consecutive layer indices: ``[0, 1, 2, 4]`` -> ``"0-2, 4"``."""
-    indices = sorted(indices)
+    if isinstance(indices, (str, bytes)) or not hasattr(indices, "__iter__") \
+            or (isinstance(indices, np.ndarray) and indices.ndim == 0):
+        raise TypeError(f"indices must be a sequence of layer indices, got {indices!r:.60}")
+    indices = list(indices)
+    for i in indices:
+        _require_int(i, "indices", minimum=0)
+    indices = sorted(int(i) for i in indices)
     runs = []
     for i in indices:
         if runs and i == runs[-1][1] + 1:
@@ -817,6 +879,8 @@ def _fill(text, **kwargs):
 
 def format_plan(plan, *, title=None):
     """The plan as text: runs of equal layers folded, then the values and their sources."""
+    _require_plan(plan)
+    _require_title(title)
     lines = []
     if title:
         lines.append(title)
@@ -864,6 +928,7 @@ def plan_summary(plan):
     appearance, e.g. ``"22 sliding 512, 4 full"``) and ``"rope"`` (each distinct RoPE setting:
     base, scaling and factor, rotated width when partial, and the layer kind it belongs to when
     there are several; ``NoPE in k`` for layers without RoPE)."""
+    _require_plan(plan)
     counts = {}
     for layer in plan.layers:
         kind = {"none": "linear"}.get(layer.attention, layer.attention)
@@ -942,6 +1007,10 @@ def plot_plan(plan, path, *, title=None):
 
 def main(argv=None):
     """``python -m course_utils.explain CONFIG [--plot FILE] [--no-class-defaults]``."""
+    if argv is not None and (not isinstance(argv, (list, tuple))
+                             or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of strings (command-line arguments) or None, "
+                        f"got {argv!r:.60}")
     parser = argparse.ArgumentParser(
         prog="python -m course_utils.explain",
         description="Print the position plan of a model config.json, layer by layer.")

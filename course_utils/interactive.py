@@ -69,17 +69,38 @@ class Explorer:
     def __init__(self, name, frames, controls, *, alt, width_px):
         if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9-]*", name):
             raise ValueError(f"name must be lower-case letters, digits and hyphens, got {name!r}")
-        if not controls:
-            raise ValueError("controls must hold at least one (label, values, default) entry")
+        if isinstance(controls, (str, bytes)) or not isinstance(controls, (list, tuple)) \
+                or not controls:
+            raise ValueError("controls must be a non-empty list of (label, values, default) "
+                             f"entries, got {controls!r:.60}")
+        checked = []
+        for entry in controls:
+            if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+                raise ValueError("controls must hold (label, values, default) entries, got "
+                                 f"{entry!r:.60}")
+            label, values, default = entry
+            if not isinstance(label, str) or isinstance(values, (str, bytes)) \
+                    or not isinstance(values, (list, tuple)) or not values:
+                raise ValueError("controls must hold (label, values, default) with a string "
+                                 f"label and a non-empty list of values, got {entry!r:.60}")
+            if isinstance(default, bool) or not isinstance(default, (int, np.integer)) \
+                    or not 0 <= default < len(values):
+                raise ValueError(f"controls: default must index the values (0 .. "
+                                 f"{len(values) - 1}), got {default!r:.60}")
+            checked.append((label, [str(v) for v in values], int(default)))
         self.name = name
-        self.controls = [(str(label), [str(v) for v in values], int(default))
-                         for label, values, default in controls]
+        self.controls = checked
         count = int(np.prod([len(values) for _, values, _ in self.controls]))
+        if isinstance(frames, (str, bytes)) or not isinstance(frames, (list, tuple)) \
+                or not all(isinstance(f, bytes) for f in frames):
+            raise TypeError(f"frames must be a list of PNG bytes, got {frames!r:.60}")
         if len(frames) != count:
             raise ValueError(f"frames must hold one PNG per setting ({count}), got {len(frames)}")
+        if not isinstance(alt, str) or not alt:
+            raise TypeError(f"alt must be a non-empty string, got {alt!r:.60}")
         self.frames = list(frames)
-        self.alt = str(alt)
-        self.width_px = int(width_px)
+        self.alt = alt
+        self.width_px = val.positive_int(width_px, "width_px")
 
     @property
     def default_index(self) -> int:
@@ -180,7 +201,8 @@ def _explorer(name, draw, controls, *, alt, size=(7.0, 3.6)):
 
 
 def _values(values, arg, convert):
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") \
+            or (isinstance(values, np.ndarray) and values.ndim == 0):
         raise TypeError(f"{arg} must be a sequence of values, got {values!r}")
     converted = [convert(v, arg) for v in values]
     if not 2 <= len(converted) <= 16:
@@ -190,9 +212,9 @@ def _values(values, arg, convert):
     return converted
 
 
-def _default(value, values, arg):
+def _default(value, values, arg, values_arg):
     if value not in values:
-        raise ValueError(f"{arg} must be one of {values}, got {value!r}")
+        raise ValueError(f"{arg} must be one of the {values_arg} {values}, got {value!r}")
     return value
 
 
@@ -211,7 +233,8 @@ def rope_base_explorer(*, head_dim=128, bases=(500.0, 10_000.0, 100_000.0, 500_0
     head_dim = val.positive_int(head_dim, "head_dim", even=True)
     context = val.positive_int(context, "context")
     bases = _values(bases, "bases", lambda v, a: val.positive_float(v, a, minimum=1.0))
-    default = _default(float(default), bases, "default")
+    default = _default(val.positive_float(default, "default", minimum=1.0), bases, "default",
+                       "bases")
     pairs = np.arange(head_dim // 2)
     largest = 2 * np.pi * max(bases)
 
@@ -247,7 +270,8 @@ def rope_scaling_explorer(*, head_dim=128, base=10_000.0, original_max_position_
     length = val.positive_int(original_max_position_embeddings,
                               "original_max_position_embeddings")
     factors = _values(factors, "factors", lambda v, a: val.positive_float(v, a, minimum=1.0))
-    default = _default(float(default), factors, "default")
+    default = _default(val.positive_float(default, "default", minimum=1.0), factors, "default",
+                       "factors")
     pairs = np.arange(head_dim // 2)
     original = 2 * np.pi / rope_inv_freq(head_dim, base=base)
     top = original.max() * max(factors) * 2
@@ -285,7 +309,8 @@ def alibi_explorer(*, head_counts=(1, 2, 4, 6, 8, 12, 16, 32), default=8, length
     :func:`course_utils.alibi.alibi_bias` for a query at position ``length - 1``.
     """
     head_counts = _values(head_counts, "head_counts", val.positive_int)
-    default = _default(default, head_counts, "default")
+    default = _default(val.positive_int(default, "default"), head_counts, "default",
+                       "head_counts")
     length = val.positive_int(length, "length")
     if length < 2:
         raise ValueError(f"length must be at least 2, got {length}")
@@ -327,13 +352,15 @@ def mrope_explorer(*, grids=((2, 3), (3, 3), (3, 5)), default_grid=(3, 3), frame
     """
     if isinstance(grids, (str, bytes)) or not hasattr(grids, "__iter__"):
         raise TypeError(f"grids must be a sequence of (rows, cols) pairs, got {grids!r}")
-    grids = [tuple(g) for g in grids]
-    for grid in grids:
-        if len(grid) != 2:
-            raise ValueError(f"grids must hold (rows, cols) pairs, got {grid!r}")
-        val.positive_int(grid[0], "grids"), val.positive_int(grid[1], "grids")
-    grids = _values(grids, "grids", lambda v, a: (int(v[0]), int(v[1])))
-    default_grid = _default(tuple(default_grid), grids, "default_grid")
+    def pair(grid, arg):
+        if isinstance(grid, (str, bytes)) or not hasattr(grid, "__iter__") \
+                or (isinstance(grid, np.ndarray) and grid.ndim != 1) or len(grid) != 2:
+            raise ValueError(f"{arg} must be (rows, cols) pairs of positive integers, got "
+                             f"{grid!r:.60}")
+        return (val.positive_int(grid[0], arg), val.positive_int(grid[1], arg))
+
+    grids = _values(grids, "grids", pair)
+    default_grid = _default(pair(default_grid, "default_grid"), grids, "default_grid", "grids")
     frames = val.positive_int(frames, "frames")
     if frames < 2:
         raise ValueError(f"frames must be at least 2 (a slider needs two frames), got {frames}")

@@ -76,6 +76,8 @@ EXTRA_ALLOWED = {
     "course_utils.checks.check_close": (AssertionError,),
     "course_utils.checks.check_true": (AssertionError,),
     "course_utils.checks.check_raises": (AssertionError,),
+    # The command's entry point: argparse exits with status 2, and a usage line, on bad arguments.
+    "course_utils.explain.main": (SystemExit,),
     # A learned table has no row beyond max_len.
     "course_utils.learned.LearnedPositionalEmbedding": (IndexError,),
     # Documented: signals "not attempted" to grade(), which turns it into that verdict.
@@ -205,7 +207,7 @@ def _call(qualname, func, args=(), kwargs=None, *, names=None):
             warnings.simplefilter("ignore")
             with np.errstate(all="ignore"):
                 result = func(*args, **(kwargs or {}))
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: a command's entry point, if allowed
         if not isinstance(exc, allowed):
             # An error raised by a callable this test passed in (check_raises's func, a stub
             # given to a checker) is the caller's own and propagates unchanged, by design.

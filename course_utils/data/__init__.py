@@ -50,6 +50,15 @@ class LibraryRecord:
     inputs: dict
     outputs: dict
 
+    def __post_init__(self):
+        for field in ("name", "library", "version", "function", "source"):
+            value = getattr(self, field)
+            if not isinstance(value, str) or not value:
+                raise TypeError(f"{field} must be a non-empty string, got {value!r:.60}")
+        for field in ("inputs", "outputs"):
+            if not isinstance(getattr(self, field), dict):
+                raise TypeError(f"{field} must be a dict, got {type(getattr(self, field)).__name__}")
+
     @property
     def witness(self) -> str:
         """``"library: <library> <version> <function>, stored in data/library/<name>.json"``."""
