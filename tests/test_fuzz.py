@@ -105,6 +105,7 @@ ARGUMENT_ALIASES = {
 # the call is rejected before any training (their other arguments are still fuzzed).
 ALWAYS_JUNK = {
     "course_utils.lab.train.run_experiment": ("task",),
+    "course_utils.lab.extension.run_context_extension": ("task",),
 }
 
 

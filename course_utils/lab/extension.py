@@ -59,6 +59,8 @@ def method_config(config, method, factor, train_length, yarn_params=()):
     if not isinstance(config, ModelConfig) or config.scheme != "rope":
         raise TypeError("config must be a ModelConfig with scheme='rope'")
     method = val.choice(method, "method", METHODS)
+    factor = val.positive_float(factor, "factor", minimum=1.0)
+    train_length = val.positive_int(train_length, "train_length")
     if method == "rope":
         return config
     name, temperature = _SCALING[method]
@@ -114,6 +116,35 @@ class ContextExtension:
     base_models: tuple = field(repr=False)
     tune_losses: np.ndarray = field(repr=False)
 
+    def __post_init__(self):
+        if not isinstance(self.task, Task):
+            raise TypeError(f"task must be a Task, got {type(self.task).__name__}")
+        val.positive_int(self.train_length, "train_length")
+        for name in ("multipliers", "methods", "checkpoints", "seeds", "base_models"):
+            if not isinstance(getattr(self, name), tuple):
+                raise TypeError(f"{name} must be a tuple, got {getattr(self, name)!r:.60}")
+        for m in self.multipliers:
+            val.positive_int(m, "multipliers")
+        if not self.methods or any(m not in METHODS for m in self.methods):
+            raise ValueError(f"methods must be names from {METHODS}, got {self.methods!r:.60}")
+        if not self.checkpoints or self.checkpoints[0] != 0:
+            raise ValueError(f"checkpoints must start with 0, got {self.checkpoints!r:.60}")
+        for c in self.checkpoints:
+            val.positive_int(c, "checkpoints", allow_zero=True)
+        if not isinstance(self.settings, dict):
+            raise TypeError(f"settings must be a dict, got {self.settings!r:.60}")
+        shapes = {"correct": 5, "total": 2, "loss": 4, "scratch_correct": 3, "scratch_loss": 2,
+                  "base_accuracy": 1, "tune_losses": 4}
+        for name, ndim in shapes.items():
+            array = getattr(self, name)
+            if not isinstance(array, np.ndarray) or array.ndim != ndim \
+                    or not np.issubdtype(array.dtype, np.number) \
+                    or not np.all(np.isfinite(array)) or np.any(array < 0):
+                raise ValueError(f"{name} must be a {ndim}-D array of finite non-negative "
+                                 f"numbers, got {array!r:.60}")
+        if self.total.shape[0] != len(self.multipliers) or np.any(self.total.sum(axis=-1) == 0):
+            raise ValueError("total must hold, for each multiplier, labelled positions to count")
+
     def _beyond(self, k):
         """Positions at or beyond the training length, within test length ``k``."""
         n = self.train_length * self.multipliers[k]
@@ -143,6 +174,15 @@ class ContextExtension:
 
         ``correct``: ``(seeds, longest length)`` counts at multiplier index ``k``.
         """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) \
+                or not 0 <= k < len(self.multipliers):
+            raise ValueError(f"k must index the multipliers (0 .. {len(self.multipliers) - 1}), "
+                             f"got {k!r:.60}")
+        width = val.positive_int(width, "width")
+        correct = val.numeric_array(correct, "correct")
+        if correct.ndim != 2 or correct.shape[-1] < self.train_length * self.multipliers[k]:
+            raise ValueError(f"correct must have shape (seeds, longest length), got "
+                             f"{correct.shape}")
         n = self.train_length * self.multipliers[k]
         starts = np.arange(0, n, width)
         total = np.add.reduceat(self.total[k, :n], starts)
@@ -266,6 +306,10 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
     if config.vocab_size != task.vocab_size:
         raise ValueError(f"config.vocab_size must equal the task's vocabulary ({task.vocab_size})")
     train_length = val.positive_int(train_length, "train_length")
+    for name, seq in (("multipliers", multipliers), ("methods", methods),
+                      ("checkpoints", checkpoints), ("seeds", seeds), ("yarn_params", yarn_params)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
+            raise TypeError(f"{name} must be a list or tuple, got {seq!r:.60}")
     multipliers = tuple(val.positive_int(m, "multipliers") for m in multipliers)
     if not multipliers or min(multipliers) < 2:
         raise ValueError(f"multipliers must be integers >= 2, got {multipliers}")
@@ -359,6 +403,22 @@ def table_rows(methods, checkpoints, multipliers, accuracy, ceiling=None, *, spr
     ``accuracy``: ``(methods, multipliers, checkpoints, seeds)``; ``ceiling``:
     ``(multipliers, seeds)`` or ``None``. One column per (multiplier, checkpoint).
     """
+    for name, seq in (("methods", methods), ("checkpoints", checkpoints),
+                      ("multipliers", multipliers)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)) or not seq:
+            raise TypeError(f"{name} must be a non-empty list or tuple, got {seq!r:.60}")
+    if any(m not in SHORT_LABELS for m in methods):
+        raise ValueError(f"methods must be names from {tuple(SHORT_LABELS)}, got {methods!r:.60}")
+    accuracy = val.numeric_array(accuracy, "accuracy")
+    if accuracy.ndim != 4 or accuracy.shape[:3] != (len(methods), len(multipliers),
+                                                    len(checkpoints)):
+        raise ValueError("accuracy must have shape (methods, multipliers, checkpoints, seeds) = "
+                         f"({len(methods)}, {len(multipliers)}, {len(checkpoints)}, seeds), "
+                         f"got {accuracy.shape}")
+    if ceiling is not None:
+        ceiling = val.numeric_array(ceiling, "ceiling")
+        if ceiling.ndim != 2 or ceiling.shape[0] != len(multipliers):
+            raise ValueError(f"ceiling must have shape (multipliers, seeds), got {ceiling.shape}")
     headers = ["method"] + [f"{m}L {c}" for m in multipliers for c in checkpoints]
     rows = [[SHORT_LABELS[method]] + [_cell(accuracy[a][k][c], spread)
                                       for k in range(len(multipliers))
@@ -373,6 +433,14 @@ def table_rows(methods, checkpoints, multipliers, accuracy, ceiling=None, *, spr
 
 def format_table(headers, rows, *, markdown=False):
     """Aligned text (or a markdown table) from a header and rows of strings."""
+    if not isinstance(headers, (list, tuple)) or not headers \
+            or not all(isinstance(h, str) for h in headers):
+        raise TypeError(f"headers must be a non-empty list of strings, got {headers!r:.60}")
+    if not isinstance(rows, (list, tuple)) or not all(
+            isinstance(r, (list, tuple)) and len(r) == len(headers)
+            and all(isinstance(x, str) for x in r) for r in rows):
+        raise TypeError(f"rows must be a list of rows of {len(headers)} strings, got "
+                        f"{rows!r:.60}")
     if markdown:
         lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
@@ -410,6 +478,11 @@ def plot_by_position(result, multiplier, *, width=4, axes=None):
     """Accuracy by position at ``multiplier * L``, one panel per method: before the fine-tune
     (thin) and after the longest one (thick), with the ceiling (black, dotted) in every panel.
     Returns the axes."""
+    if not isinstance(result, ContextExtension):
+        raise TypeError(f"result must be a ContextExtension, got {type(result).__name__}")
+    if multiplier not in result.multipliers:
+        raise ValueError(f"multiplier must be one of {result.multipliers}, got {multiplier!r:.60}")
+    width = val.positive_int(width, "width")
     k = result.multipliers.index(multiplier)
     n_methods = len(result.methods)
     if axes is None:
@@ -445,6 +518,8 @@ def plot_by_position(result, multiplier, *, width=4, axes=None):
 def plot_vs_steps(result, *, axes=None):
     """Accuracy beyond ``L`` against fine-tune steps, one panel per multiplier, one line per
     method (mean over seeds, worst-best band), the ceiling as a dashed line. Returns the axes."""
+    if not isinstance(result, ContextExtension):
+        raise TypeError(f"result must be a ContextExtension, got {type(result).__name__}")
     if axes is None:
         _, axes = plt.subplots(1, len(result.multipliers), figsize=(10, 4), sharey=True)
     axes = np.ravel(axes)

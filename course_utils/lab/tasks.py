@@ -91,6 +91,9 @@ def recall_batch(rng, batch, length, *, n_keys=8, n_values=8):
     n_values = val.positive_int(n_values, "n_values")
     if length < 4:
         raise ValueError(f"length must be >= 4 (BOS and at least a pair and a key), got {length}")
+    if batch * length > 10**8:
+        raise ValueError(f"batch * length must be at most 10**8 tokens, got batch={batch}, "
+                         f"length={length}")
     n_pairs = length // 2  # keys at 1, 3, ..., 2 n_pairs - 1 (the last one may lack its value)
     value_of = rng.integers(0, n_values, size=(batch, n_keys))
     keys = rng.integers(0, n_keys, size=(batch, n_pairs))
@@ -130,6 +133,9 @@ def recall_latest_batch(rng, batch, length, *, n_keys=4, n_values=8):
     n_values = val.positive_int(n_values, "n_values")
     if length < 4:
         raise ValueError(f"length must be >= 4 (BOS and at least a pair and a key), got {length}")
+    if batch * length > 10**8:
+        raise ValueError(f"batch * length must be at most 10**8 tokens, got batch={batch}, "
+                         f"length={length}")
     n_pairs = length // 2
     keys = rng.integers(0, n_keys, size=(batch, n_pairs))
     values = rng.integers(0, n_values, size=(batch, n_pairs))
