@@ -68,6 +68,7 @@ PHONE = {"width": 390, "height": 844}
 MAX_SCROLLING_SHARE = 0.05  # of the code cells and printed outputs on a page
 MIN_FIGURE_TEXT_PX = 9.0
 MIN_PIXEL_DENSITY = 1.5  # image pixels per CSS pixel as displayed
+MAX_SCREENS = 18  # a chapter's length at 1280x900, folds closed (tools/page_heights.py)
 PROMPTS = {"solution": "Show solution", "setup": "Show the set-up", "check": "Show the check"}
 
 
@@ -236,6 +237,9 @@ _PAGE_FACTS = """() => {
                       .map(e => e.textContent.trim()),
     downloads: [...document.querySelectorAll('a[href]')].map(a => abs(a.getAttribute('href')))
                   .filter(h => h.includes('/_sources/')),
+    // The page's length as a reader first sees it: every fold closed (as loaded).
+    height: document.documentElement.scrollHeight,
+    viewportHeight: window.innerHeight,
   };
 }"""
 
@@ -674,6 +678,52 @@ def test_pages_fit_a_phone_screen(phone_visits):
             f"{layout['splitInTables'][:8]}")
     assert not visitor.off_host and not visitor.failed, (visitor.off_host, visitor.failed)
     assert not visitor.errors, f"errors in the browser console on a phone: {visitor.errors}"
+
+
+def test_no_chapter_is_longer_than_18_screens(visits):
+    """At 1280x900 with every fold closed, a chapter is at most MAX_SCREENS screens long."""
+    facts, _ = visits
+    lengths = {nb.stem: facts[_page_name(nb)]["height"] / facts[_page_name(nb)]["viewportHeight"]
+               for nb in NOTEBOOKS}
+    assert all(facts[_page_name(nb)]["viewportHeight"] == DESKTOP["height"] for nb in NOTEBOOKS)
+    too_long = {name: round(screens, 1) for name, screens in lengths.items()
+                if screens > MAX_SCREENS}
+    assert not too_long, (
+        f"chapters longer than {MAX_SCREENS} screens of 1280x900 (tools/page_heights.py shows "
+        f"what fills them): {too_long}")
+
+
+def test_cross_chapter_links_land_on_sections_figures_and_equations(site):
+    """Chapters point into each other: links to a section, figure or equation of another chapter.
+
+    Every chapter from 02 on links at least once to an anchor (not the top) of another chapter,
+    the course as a whole links to figures and to labelled equations of other chapters, and
+    every labelled equation (``$$ ... $$ (eq-NN-name)``) is numbered on its page.
+    """
+    pages = _html_pages(site)
+    chapter = re.compile(r"(?:^|/)(\d\d_[a-z0-9_]+)\.html#([^\"'\s]+)$")
+    kinds = {"section": 0, "figure": 0, "equation": 0}
+    without = []
+    for notebook in NOTEBOOKS:
+        own = _page_name(notebook)
+        anchored = []
+        for raw in _HREF.findall(pages[own]):
+            match = chapter.search(raw)
+            if match and match.group(1) != notebook.stem:
+                anchored.append(match.group(2))
+        for fragment in anchored:
+            kind = ("figure" if fragment.startswith("fig-") else
+                    "equation" if fragment.startswith("equation-") else "section")
+            kinds[kind] += 1
+        if notebook.name[:2] >= "02" and not anchored:
+            without.append(notebook.name)
+    assert not without, f"chapters that link to no section, figure or equation of another: {without}"
+    assert all(count > 0 for count in kinds.values()), (
+        f"cross-chapter links by kind of anchor: {kinds} (each kind is needed)")
+    for path, text in pages.items():
+        for label in re.findall(r'id="(equation-eq-[^"]+)"', text):
+            block = text[text.index(f'id="{label}"'):][:600]
+            assert 'class="eqno"' in block, f"{path}: equation {label} has no number"
 
 
 def test_copy_buttons_and_numbered_figures(visits):
