@@ -64,6 +64,28 @@ def copy_back_batch(rng, batch, length, *, k=3, n_symbols=16):
     return tokens, labels, mask
 
 
+def _recall_arguments(rng, batch, length, n_keys, n_values):
+    """The validated arguments of the recall tasks (a generator for ``rng``)."""
+    rng = _rng(rng)
+    batch = val.positive_int(batch, "batch")
+    length = val.positive_int(length, "length")
+    n_keys = val.positive_int(n_keys, "n_keys")
+    n_values = val.positive_int(n_values, "n_values")
+    if length < 4:
+        raise ValueError(f"length must be >= 4 (BOS and at least a pair and a key), got {length}")
+    if batch * length > 10**8:
+        raise ValueError(f"batch * length must be at most 10**8 tokens, got batch={batch}, "
+                         f"length={length}")
+    return rng, batch, length, n_keys, n_values
+
+
+def _recall_tokens(keys, values, n_keys, length):
+    """``BOS k_1 v_1 k_2 v_2 ...`` cut to ``length``: keys ``1 .. n_keys``, values after them."""
+    batch, n_pairs = keys.shape
+    pairs = np.stack([keys + 1, values + n_keys + 1], axis=-1).reshape(batch, 2 * n_pairs)
+    return np.concatenate([np.full((batch, 1), BOS, dtype=np.int64), pairs], axis=1)[:, :length]
+
+
 def recall_batch(rng, batch, length, *, n_keys=8, n_values=8):
     """Key-value pairs; at a key seen before, the label is that key's value.
 
@@ -84,22 +106,12 @@ def recall_batch(rng, batch, length, *, n_keys=8, n_values=8):
     previous-token head feeding a content-matching head), Olsson et al. 2022, "In-context
     Learning and Induction Heads".
     """
-    rng = _rng(rng)
-    batch = val.positive_int(batch, "batch")
-    length = val.positive_int(length, "length")
-    n_keys = val.positive_int(n_keys, "n_keys")
-    n_values = val.positive_int(n_values, "n_values")
-    if length < 4:
-        raise ValueError(f"length must be >= 4 (BOS and at least a pair and a key), got {length}")
-    if batch * length > 10**8:
-        raise ValueError(f"batch * length must be at most 10**8 tokens, got batch={batch}, "
-                         f"length={length}")
+    rng, batch, length, n_keys, n_values = _recall_arguments(rng, batch, length, n_keys, n_values)
     n_pairs = length // 2  # keys at 1, 3, ..., 2 n_pairs - 1 (the last one may lack its value)
     value_of = rng.integers(0, n_values, size=(batch, n_keys))
     keys = rng.integers(0, n_keys, size=(batch, n_pairs))
     values = np.take_along_axis(value_of, keys, axis=1)
-    pairs = np.stack([keys + 1, values + n_keys + 1], axis=-1).reshape(batch, 2 * n_pairs)
-    tokens = np.concatenate([np.full((batch, 1), BOS, dtype=np.int64), pairs], axis=1)[:, :length]
+    tokens = _recall_tokens(keys, values, n_keys, length)
     # seen[b, t]: key t occurred among keys 0 .. t-1 of sequence b.
     same = keys[:, :, None] == keys[:, None, :]
     seen = np.tril(same, k=-1).any(axis=-1)
@@ -126,21 +138,11 @@ def recall_latest_batch(rng, batch, length, *, n_keys=4, n_values=8):
     -------
     tokens, labels : int64 arrays ``(batch, length)``; mask : bool array ``(batch, length)``
     """
-    rng = _rng(rng)
-    batch = val.positive_int(batch, "batch")
-    length = val.positive_int(length, "length")
-    n_keys = val.positive_int(n_keys, "n_keys")
-    n_values = val.positive_int(n_values, "n_values")
-    if length < 4:
-        raise ValueError(f"length must be >= 4 (BOS and at least a pair and a key), got {length}")
-    if batch * length > 10**8:
-        raise ValueError(f"batch * length must be at most 10**8 tokens, got batch={batch}, "
-                         f"length={length}")
+    rng, batch, length, n_keys, n_values = _recall_arguments(rng, batch, length, n_keys, n_values)
     n_pairs = length // 2
     keys = rng.integers(0, n_keys, size=(batch, n_pairs))
     values = rng.integers(0, n_values, size=(batch, n_pairs))
-    pairs = np.stack([keys + 1, values + n_keys + 1], axis=-1).reshape(batch, 2 * n_pairs)
-    tokens = np.concatenate([np.full((batch, 1), BOS, dtype=np.int64), pairs], axis=1)[:, :length]
+    tokens = _recall_tokens(keys, values, n_keys, length)
     # latest[b, t]: index of the latest pair before t with the same key, -1 if none.
     same = np.tril(keys[:, :, None] == keys[:, None, :], k=-1)
     latest = np.where(same.any(axis=-1), n_pairs - 1 - np.argmax(same[:, :, ::-1], axis=-1), -1)

@@ -175,19 +175,27 @@ def _one_blas_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
+def _clipped_gradient(params, names, config, task, data_rng, *, batch, length, clip):
+    """Loss and the clipped, flattened gradient on one fresh batch (a second draw if the first
+    holds no scored token)."""
+    tokens, labels, mask = task.batch(data_rng, batch, length)
+    if not mask.any():
+        tokens, labels, mask = task.batch(data_rng, batch, length)
+    loss, grads = loss_and_grads(params, config, tokens, labels, mask)
+    grad = np.concatenate([grads[name].reshape(-1) for name in names])
+    norm = np.sqrt(np.dot(grad, grad))
+    if norm > clip:
+        grad *= clip / norm
+    return loss, grad
+
+
 def _steps(task, config, params, flat, steps_iter, data_rng, losses, *, batch, length, lr, clip):
     steps = len(losses)
     warmup = max(1, steps // 10)
     state = None
     for step in steps_iter:
-        tokens, labels, mask = task.batch(data_rng, batch, length)
-        if not mask.any():
-            tokens, labels, mask = task.batch(data_rng, batch, length)
-        losses[step], grads = loss_and_grads(params, config, tokens, labels, mask)
-        grad = np.concatenate([grads[name].reshape(-1) for name in params])
-        norm = np.sqrt(np.dot(grad, grad))
-        if norm > clip:
-            grad *= clip / norm
+        losses[step], grad = _clipped_gradient(params, list(params), config, task, data_rng,
+                                               batch=batch, length=length, clip=clip)
         rate = lr * min((step + 1) / warmup, (steps - step) / (steps - warmup + 1))
         state = adam_step({"all": flat}, {"all": grad}, state, lr=rate)
 
@@ -257,14 +265,8 @@ def fine_tune(params, config, task, *, length, checkpoints, batch=8, lr=1e-3, wa
     state = None
     with _one_blas_thread():
         for step in range(steps):
-            tokens, labels, mask = task.batch(data_rng, batch, length)
-            if not mask.any():
-                tokens, labels, mask = task.batch(data_rng, batch, length)
-            losses[step], grads = loss_and_grads(views, config, tokens, labels, mask)
-            grad = np.concatenate([grads[name].reshape(-1) for name in names])
-            norm = np.sqrt(np.dot(grad, grad))
-            if norm > clip:
-                grad *= clip / norm
+            losses[step], grad = _clipped_gradient(views, names, config, task, data_rng,
+                                                   batch=batch, length=length, clip=clip)
             rate = lr * min(1.0, (step + 1) / warmup) if warmup else lr
             state = adam_step({"all": flat}, {"all": grad}, state, lr=rate)
             if step + 1 in checkpoints:
