@@ -311,6 +311,7 @@ def bench_scaling(repeats):
 
 
 # ---------------------------------------------------------------------------- the course
+LAB_TARGET_S = 120.0  # each lab notebook under nbval, on two cores
 def bench_course(python):
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
     rows, main_total, lab_total = [], 0.0, 0.0
@@ -327,8 +328,10 @@ def bench_course(python):
             lab_total += elapsed
         else:
             main_total += elapsed
-        rows.append([path.name + (" (lab)" if is_lab else ""), f"{elapsed:.1f} s",
-                     "pass" if proc.returncode == 0 else f"**FAIL** ({summary})"])
+        result = "pass" if proc.returncode == 0 else f"**FAIL** ({summary})"
+        if is_lab:  # each lab has its own budget
+            result += f"; target < {LAB_TARGET_S:.0f} s: {verdict(elapsed, LAB_TARGET_S)}"
+        rows.append([path.name + (" (lab)" if is_lab else ""), f"{elapsed:.1f} s", result])
     return notebooks, rows, main_total, lab_total
 
 
@@ -393,12 +396,11 @@ def main(argv=None):
 
     if not args.no_course:
         notebooks, rows, main_total, lab_total = bench_course(sys.executable)
-        has_lab = any("lab" in p.stem for p in notebooks)
-        rows.append(["**all except the lab**", f"**{main_total:.1f} s**",
+        rows.append(["**all except the labs**", f"**{main_total:.1f} s**",
                      f"target < 90 s: {verdict(main_total, 90.0)}"])
-        if has_lab:
-            rows.append(["**the lab**", f"**{lab_total:.1f} s**",
-                         f"target < 120 s: {verdict(lab_total, 120.0)}"])
+        if any("lab" in p.stem for p in notebooks):
+            rows.append(["**the labs together**", f"**{lab_total:.1f} s**",
+                         f"each lab under {LAB_TARGET_S:.0f} s (above)"])
         section("The course: each notebook under nbval",
                 "Each notebook runs in its own `pytest --nbval` process (kernel start-up "
                 "included), as `make nbval` runs them.\n\n"
