@@ -70,8 +70,8 @@ def test_offset_bucket_wrong(wrong, hint, capsys):
 
 
 def _saturation_by_formula(num_buckets, max_distance, bidirectional):
-    """Where the last bucket of a side starts: n_e + ln(n/n_e)/ln(D/n_e) (B' - n_e) >= B' - 1
-    solved for n, with B' = B/2 (bidirectional) or B (causal) and n_e = B'/2."""
+    """Where the last bucket of a side starts: n_e + ln(n/n_e)/ln(D/n_e) (G' - n_e) >= G' - 1
+    solved for n, with G' = G/2 (bidirectional) or G (causal) and n_e = G'/2."""
     half = num_buckets // 2 if bidirectional else num_buckets
     n_e = half // 2
     return math.ceil(n_e * (max_distance / n_e) ** ((half - 1 - n_e) / (half - n_e)))

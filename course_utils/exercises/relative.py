@@ -101,8 +101,8 @@ def check_saturation_distance(func):
     """Exercise 4.2: ``func(num_buckets, max_distance, bidirectional)`` returns the smallest
     distance ``|r|`` of a key before the query that lands in the last bucket of its side.
 
-    The answer is ``ceil(n_e (D / n_e) ** ((B' - 1 - n_e) / (B' - n_e)))`` with ``B' = B / 2``
-    (bidirectional) or ``B`` (causal) and ``n_e = B' / 2``: 91 and 113 for T5's encoder and
+    The answer is ``ceil(n_e (D / n_e) ** ((G' - 1 - n_e) / (G' - n_e)))`` with ``G' = G / 2``
+    (bidirectional) or ``G`` (causal) and ``n_e = G' / 2``: 91 and 113 for T5's encoder and
     decoder. Checked on seven settings; the expected values come from running
     :func:`course_utils.relative.t5_relative_position_bucket` on every distance (the tests compare
     them with Hugging Face's ``T5Attention._relative_position_bucket``). Integer, float32 and
@@ -144,7 +144,7 @@ def check_saturation_distance(func):
          "that is where the formula reaches the last bucket exactly; a distance is a whole "
          "number of tokens, so round up"),
         (per_case(lambda b, d, bi: _first_distance_in_last_bucket(b, d)),
-         "a bidirectional layer has only half the buckets per side: B' = num_buckets // 2 "
+         "a bidirectional layer has only half the buckets per side: G' = num_buckets // 2 "
          "when bidirectional is True"),
         (per_case(lambda b, d, bi: _first_distance_in_last_bucket(b // 2, d)),
          "a causal (decoder) layer spends all its buckets on the past: B' = num_buckets when "
