@@ -973,7 +973,10 @@ def draw_plan(plan, ax, *, title=None):
     if not hasattr(ax, "imshow"):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     _require_title(title)
-    width = max((layer.rotary_dim or 0) // 2 for layer in plan.layers) or 1
+    # One column per entry of inv_freq: a proportional layer (Gemma 4's global layers) lists
+    # the pairs that do not turn too, so it can be wider than rotary_dim // 2.
+    width = max((layer.inv_freq.size for layer in plan.layers if layer.inv_freq is not None),
+                default=0) or 1
     grid = np.full((len(plan.layers), width), np.nan)
     for layer in plan.layers:
         if layer.rope:

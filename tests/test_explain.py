@@ -229,3 +229,40 @@ def test_printed_plans_of_stored_files_fit_88_columns():
             continue
         assert max(len(line) for line in text.splitlines()) <= 88, name
         assert not re.search(r"= \d{1,3}\n", text), name  # no "L = 32\n 768"
+
+
+STORED = __import__("course_utils.data.released", fromlist=["x"]).released_config_names()
+
+
+@pytest.mark.parametrize("name", STORED)
+def test_command_plots_every_stored_config(name, tmp_path, capsys):
+    """--plot on every stored file, with class defaults and, where the file alone suffices,
+    without; the figure has one column per entry of the widest inv_freq (Gemma 4's global
+    layers list 256 pairs, 192 of which do not turn, beside 128 rotated pairs locally)."""
+    for flags in ([], ["--no-class-defaults"]):
+        png = tmp_path / f"plan{len(flags)}.png"
+        status = main([name, *flags, "--plot", str(png)])
+        out, err = capsys.readouterr()
+        if status == 2:  # the file lacks a key only a class default gives: named, no figure
+            assert flags and "not in the file" in err and not png.exists()
+            continue
+        assert status == 0 and "figure saved" in out and png.stat().st_size > 1000
+
+
+def test_draw_plan_is_as_wide_as_the_widest_frequency_ladder():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_utils.data.released import released_config
+    from course_utils.explain import draw_plan
+
+    plan = position_plan(released_config("gemma4_26b"), class_defaults=False)
+    fig, ax = plt.subplots()
+    grid = draw_plan(plan, ax).get_array()
+    plt.close(fig)
+    glob = plan.by_layer_type()["full_attention"]
+    assert grid.shape == (30, glob.inv_freq.size) == (30, 256)
+    # a local row: its 128 pairs, then blank; a global row: 64 turning pairs, then blank
+    assert not grid.mask[0, :128].any() and grid.mask[0, 128:].all()
+    assert not grid.mask[glob.index, :64].any() and grid.mask[glob.index, 64:].all()
