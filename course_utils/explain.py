@@ -11,9 +11,18 @@ and the other temperatures (DeepSeek's mscale, Llama 4's NoPE-layer tuning, Gemm
 
 Every value is labelled with where it came from: the file, or, for a key the file omits, the
 default of the config class that transformers instantiates for it (``"class default
-(transformers X.Y)"``, looked up in the installed transformers at run time). A value neither in
-the file nor in the class is unknown; where the plan needs it, that is an error naming the key.
-Keys the plan does not interpret are listed as such.
+(transformers X.Y)"``, looked up in the installed transformers at run time). A value the plan
+derives from a rule hard-coded in a model's transformers code (Gemma 2's alternating layers,
+OLMo 3's three sliding layers to one global, ...) is labelled with the file and function the
+rule was read from (``"rule of transformers 5.23 models/gemma2/configuration_gemma2.py
+(Gemma2Config.__post_init__)"``), with or without class defaults. A value neither in the file,
+nor in the class, nor given by such a rule is unknown; where the plan needs it, that is an error
+naming the key. Keys the plan does not interpret are listed as such.
+
+The original context ``L`` of a layer is labelled too: ``original_max_position_embeddings``
+where the file gives it, ``max_position_embeddings`` for a layer without scaling, and, for linear
+scaling (position interpolation, Chen et al. 2023, where the extended length is ``s L``) in a
+file that states no original length, ``max_position_embeddings / factor``.
 
 The frequencies come from :func:`course_utils.rope.rope_inv_freq` and
 :func:`course_utils.scaling.rope_scaling`; ``tests/test_reference_configs.py`` compares them,
@@ -48,6 +57,7 @@ __all__ = ["LayerPlan", "PositionPlan", "Value", "position_plan", "format_plan",
 
 FILE = "file"
 UNKNOWN = "unknown"
+RULES_READ_IN = "transformers 5.23"  # the version whose code the hard-coded rules were read from
 LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
 
 # Keys of a rope_scaling / rope_parameters dict the plan reads.
@@ -63,8 +73,16 @@ _SCALING_PARAMS = {  # rope_scaling's keyword arguments per method (course_utils
 }
 _SINKS = {"gpt_oss": "a learned sink logit per head (transformers models/gpt_oss/modeling_gpt_oss.py, "
                      "GptOssAttention.sinks)"}
-_QWEN_WINDOW = {"qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl_text", "qwen2_5_vl_text"}
-_EVERY_LAYER_WINDOW = {"mistral", "mixtral", "phi3", "starcoder2"}
+# Qwen configs: a window from layer max_window_layers on, when use_sliding_window (the config
+# class's __post_init__ builds layer_types so).
+_QWEN_WINDOW = {"qwen2": ("qwen2", "Qwen2Config"), "qwen3": ("qwen3", "Qwen3Config"),
+                "qwen2_vl_text": ("qwen2_vl", "Qwen2VLTextConfig"),
+                "qwen2_5_vl_text": ("qwen2_5_vl", "Qwen2_5_VLTextConfig")}
+# No layer_types: the model's forward builds a sliding-window mask for every layer when
+# sliding_window is set (Qwen3-MoE: its config sets sliding_window to None unless
+# use_sliding_window).
+_EVERY_LAYER_WINDOW = {"mistral": "MistralModel", "mixtral": "MixtralModel", "phi3": "Phi3Model",
+                       "starcoder2": "Starcoder2Model", "qwen3_moe": "Qwen3MoeModel"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +103,10 @@ class LayerPlan:
     ``"chunked_attention"``, ``"linear_attention"``); ``attention`` is ``"full"``,
     ``"sliding"``, ``"chunked"`` or ``"none"``; ``span`` the window or chunk length.
     ``inv_freq`` is ``None`` in a layer without RoPE. ``context`` is the original context ``L``
-    (``original_max_position_embeddings`` when the layer's RoPE is scaled, else
-    ``max_position_embeddings``).
+    and ``context_source`` says where it came from: ``original_max_position_embeddings`` (in the
+    scaling parameters or at the top level) when the layer's RoPE is scaled and the file gives it,
+    ``max_position_embeddings / factor`` for linear scaling without it, else
+    ``max_position_embeddings``.
     """
 
     index: int
@@ -103,6 +123,7 @@ class LayerPlan:
     attention_factor: float | None = None
     context: int | None = None
     extras: dict = dataclasses.field(default_factory=dict)
+    context_source: str | None = None
 
     def __post_init__(self):
         _require_int(self.index, "index", minimum=0)
@@ -122,8 +143,9 @@ class LayerPlan:
                                       or not np.isfinite(value) or value <= 0):
                 raise ValueError(f"{name} must be a positive finite number or None, got "
                                  f"{value!r:.60}")
-        if self.scaling is not None and not isinstance(self.scaling, str):
-            raise TypeError(f"scaling must be a string or None, got {self.scaling!r:.60}")
+        for name in ("scaling", "context_source"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a string or None, got {getattr(self, name)!r:.60}")
         for name in ("scaling_params", "extras"):
             if not isinstance(getattr(self, name), dict):
                 raise TypeError(f"{name} must be a dict, got {getattr(self, name)!r:.60}")
@@ -166,7 +188,8 @@ class LayerPlan:
         params = tuple(sorted((k, _hashable(v)) for k, v in self.scaling_params.items()))
         extras = tuple(sorted((k, _hashable(v)) for k, v in self.extras.items()))
         return (self.layer_type, self.attention, self.span, self.rope, self.base, self.scaling,
-                params, self.head_dim, self.rotary_dim, self.attention_factor, self.context, extras)
+                params, self.head_dim, self.rotary_dim, self.attention_factor, self.context,
+                self.context_source, extras)
 
 
 @dataclasses.dataclass
@@ -215,6 +238,16 @@ def _require_int(value, name, *, minimum):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r:.60}")
 
 
+def _rule(path, where):
+    """The label of a value given by a rule read in a transformers source file (``path``
+    inside the ``transformers`` package)."""
+    return f"rule of {RULES_READ_IN} {path} ({where})"
+
+
+def _config_rule(model, cls, method="__post_init__"):
+    return _rule(f"models/{model}/configuration_{model}.py", f"{cls}.{method}")
+
+
 def _hashable(v):
     if isinstance(v, list):
         return tuple(_hashable(x) for x in v)
@@ -247,6 +280,7 @@ class _Defaults:
 
     def __init__(self, model_type, enabled=True):
         self.model_type = model_type
+        self.enabled = enabled
         self.cls = None
         self.label = None
         self._instance = None
@@ -283,6 +317,15 @@ class _Defaults:
             if "partial_rotary_factor" in params:
                 return True, params["partial_rotary_factor"]
             return False, None
+        if key == "rope_parameters":  # set by __post_init__ (Gemma 4), not a field default
+            params = getattr(self.instance, "rope_parameters", None)
+            return params is not None, params
+        if key == "global_head_dim":  # Gemma 4: a keyword default of __post_init__, kept per layer
+            per_layer = getattr(self.instance, "per_layer_config", None)
+            try:
+                return True, per_layer["full_attention"].head_dim
+            except (TypeError, KeyError, AttributeError):
+                return False, None
         if key == "sliding_window_pattern" and hasattr(self.instance, "_sliding_window_pattern"):
             return True, self.instance._sliding_window_pattern
         if key in ("full_attention_interval", "global_attn_every_n_layers"):
@@ -366,8 +409,12 @@ class _Reader:
             if found:
                 return self.record(name, value, self.defaults.label)
         if required:
-            where = (f"the {self.defaults.cls.__name__} class" if self.defaults.cls is not None
-                     else "any config class (transformers not installed, or an unknown model_type)")
+            if self.defaults.cls is not None:
+                where = f"the {self.defaults.cls.__name__} class"
+            elif not self.defaults.enabled:
+                where = "use (class defaults not looked up)"
+            else:
+                where = "any config class (transformers not installed, or an unknown model_type)"
             raise ValueError(f"{key}: not in the file and no default in {where}")
         self.record(name, None, UNKNOWN)
         return None
@@ -391,41 +438,67 @@ def _int(value, field, *, allow_none=False):
 
 def _layer_types(model_type, r, n):
     """``(layer_types, rope_flags, note)``; rope_flags is None when every attention layer
-    rotates."""
+    rotates. A pattern built by a rule of the model's transformers code is recorded in
+    ``r.values`` under ``layer_types`` with the rule's file and function as its source."""
+
+    def ruled(types, label):
+        r.values["layer_types"] = Value(list(types), label)
+        return types
+
     if "layer_types" in r.cfg:
         types = r.get("layer_types")
         if not isinstance(types, list) or len(types) != n:
             got = len(types) if isinstance(types, list) else type(types).__name__
             raise ValueError(f"layer_types: must list one type per layer (num_hidden_layers = {n}), "
                              f"got {got}")
-        bad = sorted({t for t in types if t not in LAYER_TYPES})
+        bad = sorted({t for t in types if not isinstance(t, str) or t not in LAYER_TYPES},
+                     key=str)
         if bad:
             raise ValueError(f"layer_types: unknown layer type(s) {bad}; known: {list(LAYER_TYPES)}")
         types = list(types)
+        note = "layer_types from the file"
+        if model_type == "gemma4_text" and types[-1] != "full_attention":
+            types[-1] = "full_attention"
+            r.values["layer_types"] = Value(list(types), "file, last layer made full by the " + _config_rule(
+                "gemma4", "Gemma4TextConfig"))
+            note += "; the last layer is made full_attention, as transformers does for Gemma 4"
         flags = _rope_flags(model_type, r, n) if model_type in ("llama4_text", "smollm3") else None
-        return types, flags, "layer_types from the file"
-    if model_type == "gemma2" or model_type == "gpt_oss":
-        return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)], None, \
-            f"{model_type}: every second layer global (the config class's rule)"
+        return types, flags, note
+    if model_type in ("gemma2", "gpt_oss"):
+        model, cls = {"gemma2": ("gemma2", "Gemma2Config"), "gpt_oss": ("gpt_oss", "GptOssConfig")}[
+            model_type]
+        types = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
+        return ruled(types, _config_rule(model, cls)), None, \
+            f"{model_type}: every second layer global"
     if model_type == "gemma3_text":
         p = _int(r.get("sliding_window_pattern", required=True), "sliding_window_pattern")
-        return ["sliding_attention" if (i + 1) % p else "full_attention" for i in range(n)], None, \
+        types = ["sliding_attention" if (i + 1) % p else "full_attention" for i in range(n)]
+        return ruled(types, _config_rule("gemma3", "Gemma3TextConfig")), None, \
             f"gemma3_text: layers {p - 1}, {2 * p - 1}, ... global (sliding_window_pattern {p})"
+    if model_type == "gemma4_text":
+        types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n)]
+        types[-1] = "full_attention"
+        return ruled(types, _config_rule("gemma4", "Gemma4TextConfig")), None, \
+            "gemma4_text: layers 5, 11, ... and the last global (no layer_types in the file)"
     if model_type == "olmo3":
-        return ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(n)], None, \
-            "olmo3: every 4th layer global (the config class's rule)"
+        types = ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(n)]
+        return ruled(types, _config_rule("olmo3", "Olmo3Config")), None, \
+            "olmo3: every 4th layer global"
     if model_type == "modernbert":
         k = _int(r.get("global_attn_every_n_layers", required=True), "global_attn_every_n_layers")
-        return ["sliding_attention" if i % k else "full_attention" for i in range(n)], None, \
+        types = ["sliding_attention" if i % k else "full_attention" for i in range(n)]
+        return ruled(types, _config_rule("modernbert", "ModernBertConfig")), None, \
             f"modernbert: layers 0, {k}, {2 * k}, ... global (global_attn_every_n_layers)"
     if model_type == "qwen3_next":
         k = _int(r.get("full_attention_interval", required=True), "full_attention_interval")
         types = ["linear_attention" if (i + 1) % k else "full_attention" for i in range(n)]
-        return types, None, (f"qwen3_next: layers {k - 1}, {2 * k - 1}, ... attend, the others "
-                             f"are linear (full_attention_interval {k})")
+        return ruled(types, _config_rule("qwen3_next", "Qwen3NextConfig")), None, (
+            f"qwen3_next: layers {k - 1}, {2 * k - 1}, ... attend, the others are linear "
+            f"(full_attention_interval {k})")
     if model_type == "llama4_text":
         flags = _rope_flags(model_type, r, n)
-        return ["chunked_attention" if f else "full_attention" for f in flags], flags, \
+        types = ["chunked_attention" if f else "full_attention" for f in flags]
+        return ruled(types, _config_rule("llama4", "Llama4TextConfig")), flags, \
             "llama4_text: RoPE layers chunked, NoPE layers global (no_rope_layers)"
     if model_type == "smollm3":
         flags = _rope_flags(model_type, r, n)
@@ -433,36 +506,55 @@ def _layer_types(model_type, r, n):
         window = r.get("sliding_window")
         types = ["sliding_attention" if use and window is not None and not f else "full_attention"
                  for f in flags]
-        return types, flags, "smollm3: NoPE every no_rope_layer_interval-th layer (no_rope_layers)"
-    if model_type in _QWEN_WINDOW:
+        return ruled(types, _config_rule("smollm3", "SmolLM3Config")), flags, \
+            "smollm3: NoPE every no_rope_layer_interval-th layer (no_rope_layers)"
+    if model_type in _QWEN_WINDOW or model_type == "qwen2_moe":
         use = r.get("use_sliding_window")
         window = r.get("sliding_window")
         first = r.get("max_window_layers")
-        if use and window is not None:
+        windowed = bool(use) and window is not None and window != 0
+        if windowed:
             first = _int(first, "max_window_layers")
-            types = ["sliding_attention" if i >= first else "full_attention" for i in range(n)]
+        if model_type == "qwen2_moe":  # odd-numbered layers below max_window_layers
+            types = ["sliding_attention" if windowed and (i + 1) % 2 and i < first
+                     else "full_attention" for i in range(n)]
+            label, note = _config_rule("qwen2_moe", "Qwen2MoeConfig"), (
+                "qwen2_moe: sliding window only with use_sliding_window, on layers 0, 2, ... "
+                "below max_window_layers")
         else:
-            types = ["full_attention"] * n
-        return types, None, (f"{model_type}: sliding window only with use_sliding_window, from "
-                             "layer max_window_layers on")
+            types = ["sliding_attention" if windowed and i >= first else "full_attention"
+                     for i in range(n)]
+            label, note = _config_rule(*_QWEN_WINDOW[model_type]), (
+                f"{model_type}: sliding window only with use_sliding_window, from layer "
+                "max_window_layers on")
+        return ruled(types, label), None, note
     if model_type in _EVERY_LAYER_WINDOW:
         window = r.get("sliding_window")
+        if model_type == "qwen3_moe" and not r.get("use_sliding_window"):
+            window = None
         kind = "full_attention" if window is None else "sliding_attention"
-        return [kind] * n, None, (f"{model_type}: sliding_window, when set, applies to every layer "
-                                  f"(transformers models/{model_type}/modeling_{model_type}.py)")
-    return ["full_attention"] * n, None, "every layer attends to all earlier positions"
+        model = model_type
+        types = ruled([kind] * n, _rule(f"models/{model}/modeling_{model}.py",
+                                       f"{_EVERY_LAYER_WINDOW[model_type]}.forward"))
+        return types, None, f"{model_type}: sliding_window, when set, applies to every layer"
+    types = ["full_attention"] * n
+    r.values["layer_types"] = Value(types, "absent (no layer_types, no window): every layer full")
+    return types, None, "every layer attends to all earlier positions"
 
 
 def _rope_flags(model_type, r, n):
     flags = r.get("no_rope_layers", default=False)
     if not flags:  # absent, null or [] : the config class builds it from the interval
         interval = _int(r.get("no_rope_layer_interval", required=True), "no_rope_layer_interval")
-        rule = "derived: (l + 1) % no_rope_layer_interval != 0"
+        model, cls = {"llama4_text": ("llama4", "Llama4TextConfig"),
+                      "smollm3": ("smollm3", "SmolLM3Config")}[model_type]
+        rule = _config_rule(model, cls) + ": (l + 1) % no_rope_layer_interval != 0"
         if flags is not False:  # the file states it, empty: label the file's value too
             rule = f"file ({json.dumps(flags)}), {rule}"
         flags = [int((i + 1) % interval != 0) for i in range(n)]
         r.values["no_rope_layers"] = Value(flags, rule)
-    if not isinstance(flags, list) or len(flags) != n or any(f not in (0, 1) for f in flags):
+    if not isinstance(flags, list) or len(flags) != n or any(
+            isinstance(f, bool) or f not in (0, 1) for f in flags):
         got = len(flags) if isinstance(flags, list) else type(flags).__name__
         raise ValueError(f"no_rope_layers: must list 0 or 1 for each of the {n} layers, got {got}")
     return list(flags)
@@ -474,7 +566,18 @@ def _is_nested(params):
 
 
 def _rope_params(model_type, r, layer_type):
-    """The RoPE parameters of ``layer_type`` and the dotted field they were read from."""
+    """The RoPE parameters of ``layer_type``, the dotted field they were read from, and the
+    source of that field (the file, or a class default)."""
+    if model_type == "gemma4_text" and r.cfg.get("rope_parameters") is None \
+            and r.cfg.get("rope_scaling") is None:
+        # Gemma4TextConfig.__post_init__ sets per-layer-type parameters when the file has none
+        found, params = r.defaults.get("rope_parameters")
+        if not found or not _is_nested(params) or not isinstance(params.get(layer_type), dict):
+            where = "use (class defaults not looked up)" if not r.defaults.enabled else \
+                "the config class"
+            raise ValueError(f"rope_parameters: not in the file and no default in {where}")
+        r.record("rope_parameters", params, r.defaults.label)
+        return dict(params[layer_type]), f"rope_parameters['{layer_type}']", r.defaults.label
     if "rope_parameters" in r.cfg and r.cfg["rope_parameters"] is not None:
         params = r.cfg["rope_parameters"]
         r.read.add("rope_parameters")
@@ -484,8 +587,8 @@ def _rope_params(model_type, r, layer_type):
         if _is_nested(params):
             if layer_type not in params or not isinstance(params[layer_type], dict):
                 raise ValueError(f"rope_parameters: no entry for layer type {layer_type!r}")
-            return dict(params[layer_type]), f"rope_parameters['{layer_type}']"
-        return dict(params), "rope_parameters"
+            return dict(params[layer_type]), f"rope_parameters['{layer_type}']", FILE
+        return dict(params), "rope_parameters", FILE
     scaling = r.cfg.get("rope_scaling")
     if "rope_scaling" in r.cfg:
         r.read.add("rope_scaling")
@@ -493,9 +596,14 @@ def _rope_params(model_type, r, layer_type):
     if scaling is not None and not isinstance(scaling, dict):
         raise ValueError("rope_scaling: must be a JSON object or null")
     scaling = dict(scaling or {})
-    two_bases = model_type in ("gemma3_text", "olmo3", "modernbert")
-    if two_bases and layer_type == "sliding_attention" and model_type != "modernbert":
-        scaling = {}  # Gemma 3 and OLMo 3 scale the global layers only
+    if model_type in ("gemma3_text", "olmo3") and layer_type == "sliding_attention":
+        # Gemma 3 and OLMo 3 put a flat rope_scaling on the full_attention layers only.
+        if scaling:
+            model, cls = {"gemma3_text": ("gemma3", "Gemma3TextConfig"),
+                          "olmo3": ("olmo3", "Olmo3Config")}[model_type]
+            r.values.setdefault("rope_scaling on sliding_attention layers", Value(
+                "not applied", _config_rule(model, cls, "convert_rope_params_to_dict")))
+        scaling = {}
     if model_type == "gemma3_text" and layer_type == "sliding_attention":
         scaling["__theta_key"] = "rope_local_base_freq"
         if "rope_local_base_freq" in r.cfg:
@@ -510,7 +618,7 @@ def _rope_params(model_type, r, layer_type):
         if key in r.cfg:
             scaling["rope_theta"] = r.get(key)
             scaling["__theta_key"] = key
-    return scaling, "rope_scaling"
+    return scaling, "rope_scaling", FILE
 
 
 def _scaling_type(model_type, params, field):
@@ -625,10 +733,12 @@ def position_plan(config, *, class_defaults=True):
         if span is not None:
             span = _int(span, "sliding_window" if attention == "sliding" else "attention_chunk_size")
         layer = LayerPlan(index=i, layer_type=lt, attention=attention, span=span, rope=rope,
-                          head_dim=head_dim, context=max_pos)
+                          head_dim=head_dim, context=max_pos,
+                          context_source=None if max_pos is None else "max_position_embeddings")
         if rope:
-            if model_type == "gemma4_text" and lt == "full_attention" and "global_head_dim" in text:
-                layer.head_dim = _int(r.get("global_head_dim"), "global_head_dim")
+            if model_type == "gemma4_text" and lt == "full_attention":
+                # Gemma4TextConfig.__post_init__ gives the full layers head_dim global_head_dim
+                layer.head_dim = _int(r.get("global_head_dim", required=True), "global_head_dim")
             if lt not in plans_by_type:
                 plans_by_type[lt] = _rope_plan(model_type, r, lt, layer.head_dim, mla_rope, max_pos)
             for k, v in plans_by_type[lt].items():
@@ -650,7 +760,7 @@ def position_plan(config, *, class_defaults=True):
 
 
 def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
-    params, field = _rope_params(model_type, r, layer_type)
+    params, field, params_source = _rope_params(model_type, r, layer_type)
     theta_key = params.pop("__theta_key", None)
     unknown = sorted(set(params) - _ROPE_KEYS)
     if unknown:
@@ -667,7 +777,7 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     elif theta_key is not None:
         base_field = theta_key
     else:
-        r.record(f"{field}.rope_theta", base, FILE)
+        r.record(f"{field}.rope_theta", base, params_source)
         if "rope_theta" in r.cfg:  # read too; the dict's value wins in transformers
             r.read.add("rope_theta")
             if r.cfg["rope_theta"] != base:
@@ -685,8 +795,9 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
                 r.record("partial_rotary_factor", factor, r.defaults.label)
         if factor is None:
             factor = 1.0
-            r.values.setdefault("partial_rotary_factor",
-                                Value(1.0, "absent (every channel of a head is rotated)"))
+            name = ("partial_rotary_factor" if not field.startswith("rope_parameters[")
+                    else f"{field}.partial_rotary_factor")
+            r.values.setdefault(name, Value(1.0, "absent (every channel of a head is rotated)"))
         if factor == 1 and head_dim % 2:
             raise ValueError(f"head_dim: RoPE rotates pairs of channels, so it must be even, got {head_dim}")
         try:
@@ -715,26 +826,42 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     original = params.get("original_max_position_embeddings")
     if "original_max_position_embeddings" in r.cfg and (original is None or model_type == "phi3"):
         original = r.get("original_max_position_embeddings")  # Phi-3's top-level value wins
-    if kind == "linear":
-        original = max_pos  # linear scaling has no pre-training length in its formula
-    if original is None:
-        original = max_pos
-        r.values.setdefault("original_max_position_embeddings",
-                            Value(max_pos, "derived: max_position_embeddings (transformers' rule)"))
-    if original is None:
+    if original is not None:
+        source = (f"{field}.original_max_position_embeddings"
+                  if params.get("original_max_position_embeddings") is not None
+                  else "original_max_position_embeddings")
+    elif kind == "linear":
+        source = "max_position_embeddings / factor"  # set below, once the factor is read
+    elif max_pos is not None:
+        original, source = max_pos, "max_position_embeddings"
+        r.values.setdefault("original_max_position_embeddings", Value(max_pos, _rule(
+            "modeling_rope_utils.py", "RotaryEmbeddingConfigMixin.standardize_rope_params")
+            + ": max_position_embeddings"))
+    if original is None and max_pos is None:
         raise ValueError(f"{field}.original_max_position_embeddings: not in the file, and no "
                          "max_position_embeddings to take it from")
-    original = _int(original, f"{field}.original_max_position_embeddings")
+    if original is not None:
+        original = _int(original, f"{field}.original_max_position_embeddings")
     factor = params.get("factor")
     if factor is None and kind in ("yarn", "longrope"):
         if max_pos is None:
             raise ValueError(f"{field}.factor: missing, and no max_position_embeddings to derive it")
-        factor = max_pos / original  # transformers' rule when factor is absent
+        factor = max_pos / original
+        r.values.setdefault(f"{field}.factor", Value(factor, _rule(
+            "modeling_rope_utils.py", f"_compute_{kind}_parameters")
+            + ": max_position_embeddings / original_max_position_embeddings"))
     if factor is None:
         raise ValueError(f"{field}.factor: missing for scaling type {kind!r}")
     factor = _number(factor, f"{field}.factor")
     if factor < 1:
         raise ValueError(f"{field}.factor: must be at least 1 (a context extension), got {factor!r}")
+    if original is None:
+        # Linear scaling (position interpolation, Chen et al. 2023: a model trained on L positions
+        # runs on s L by dividing positions by s) states no original length: L = max / s. Gemma 3
+        # (Gemma Team 2025, section 5.3) was pre-trained on 32K sequences and rescaled by 8 for
+        # 128K, so this L is the span the divided positions cover, not its training length.
+        original = max(1, int(round(max_pos / factor)))
+    out["context_source"] = source
     kwargs = {k: params[k] for k in _SCALING_PARAMS[kind] if params.get(k) is not None}
     if kind == "yarn" and "truncate" in kwargs and not isinstance(kwargs["truncate"], bool):
         raise ValueError(f"{field}.truncate: must be true or false")
@@ -859,7 +986,8 @@ def _details(layer):
         out.append(f"{finite.size} turning pairs{f' (+{still} that do not turn)' if still else ''}, "
                    f"wavelengths {_num(finite.min())} to "
                    f"{_num(finite.max())}; {layer.turning_pairs} complete a turn within "
-                   f"L = {_num(layer.context)}")
+                   f"L = {_num(layer.context)}"
+                   + (f" ({layer.context_source})" if layer.context_source else ""))
         if layer.span is not None:
             out.append(f"{layer.turning_pairs_in_span} complete a turn within the "
                        f"{layer.attention} span {_num(layer.span)}")
@@ -973,7 +1101,10 @@ def draw_plan(plan, ax, *, title=None):
     if not hasattr(ax, "imshow"):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     _require_title(title)
-    width = max((layer.rotary_dim or 0) // 2 for layer in plan.layers) or 1
+    # One column per entry of inv_freq: a proportional layer (Gemma 4's global layers) lists
+    # the pairs that do not turn too, so it can be wider than rotary_dim // 2.
+    width = max((layer.inv_freq.size for layer in plan.layers if layer.inv_freq is not None),
+                default=0) or 1
     grid = np.full((len(plan.layers), width), np.nan)
     for layer in plan.layers:
         if layer.rope:

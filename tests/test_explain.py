@@ -229,3 +229,151 @@ def test_printed_plans_of_stored_files_fit_88_columns():
             continue
         assert max(len(line) for line in text.splitlines()) <= 88, name
         assert not re.search(r"= \d{1,3}\n", text), name  # no "L = 32\n 768"
+
+
+def test_linear_scaling_takes_l_from_max_over_factor_and_says_so():
+    """Linear scaling states no original length: L = max_position_embeddings / factor (position
+    interpolation runs a model trained on L positions on s L), labelled in the plan and its text;
+    a file that gives original_max_position_embeddings keeps it."""
+    plan = position_plan(MULTIMODAL, class_defaults=False)
+    globl = plan.layers[3]
+    assert (globl.context, globl.context_source) == (1024, "max_position_embeddings / factor")
+    assert plan.layers[0].context_source == "max_position_embeddings"
+    # turning pairs counted by brute force over the scaled ladder: 4 * 2 pi 1e6^(2i/64) <= 1024
+    assert globl.turning_pairs == sum(
+        1 for i in range(32) if 4.0 * 2 * np.pi * 1e6 ** (2 * i / 64) <= 1024)
+    text = " ".join(format_plan(plan).split())  # lines joined where they wrap
+    assert "L = 1 024 (max_position_embeddings / factor)" in text
+    assert "L = 4 096 (max_position_embeddings)" in text
+    stated = {**LLAMA_STYLE, "rope_scaling": {"rope_type": "linear", "factor": 2.0,
+                                              "original_max_position_embeddings": 3000}}
+    layer = position_plan(stated, class_defaults=False).layers[0]
+    assert (layer.context, layer.context_source) == (
+        3000, "rope_scaling.original_max_position_embeddings")
+
+
+def test_gemma3_4b_global_layers_take_l_from_the_linear_factor(transformers):
+    """Gemma 3 4B's file gives no max_position_embeddings: the class default 131072, divided
+    by the file's linear factor 8, is the L of the global layers; the local layers keep 131072."""
+    from course_utils.data.released import released_config
+
+    plan = position_plan(released_config("gemma3_4b"))
+    by_type = plan.by_layer_type()
+    assert plan.values["max_position_embeddings"].value == 131072
+    assert plan.values["max_position_embeddings"].source.startswith("class default")
+    assert (by_type["full_attention"].context, by_type["full_attention"].context_source) == (
+        16384, "max_position_embeddings / factor")
+    assert by_type["sliding_attention"].context == 131072
+    assert "L = 16 384 (max_position_embeddings / factor)" in " ".join(format_plan(plan).split())
+
+
+STORED = __import__("course_utils.data.released", fromlist=["x"]).released_config_names()
+
+
+@pytest.mark.parametrize("name", STORED)
+def test_command_plots_every_stored_config(name, tmp_path, capsys):
+    """--plot on every stored file, with class defaults and, where the file alone suffices,
+    without; the figure has one column per entry of the widest inv_freq (Gemma 4's global
+    layers list 256 pairs, 192 of which do not turn, beside 128 rotated pairs locally)."""
+    for flags in ([], ["--no-class-defaults"]):
+        png = tmp_path / f"plan{len(flags)}.png"
+        status = main([name, *flags, "--plot", str(png)])
+        out, err = capsys.readouterr()
+        if status == 2:  # the file lacks a key only a class default gives: named, no figure
+            assert flags and "not in the file" in err and not png.exists()
+            continue
+        assert status == 0 and "figure saved" in out and png.stat().st_size > 1000
+
+
+def test_draw_plan_is_as_wide_as_the_widest_frequency_ladder():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_utils.data.released import released_config
+    from course_utils.explain import draw_plan
+
+    plan = position_plan(released_config("gemma4_26b"), class_defaults=False)
+    fig, ax = plt.subplots()
+    grid = draw_plan(plan, ax).get_array()
+    plt.close(fig)
+    glob = plan.by_layer_type()["full_attention"]
+    assert grid.shape == (30, glob.inv_freq.size) == (30, 256)
+    # a local row: its 128 pairs, then blank; a global row: 64 turning pairs, then blank
+    assert not grid.mask[0, :128].any() and grid.mask[0, 128:].all()
+    assert not grid.mask[glob.index, :64].any() and grid.mask[glob.index, 64:].all()
+
+
+RULED = [  # files without layer_types: the pattern comes from a rule of the model's code
+    ({"model_type": "gemma2", "num_hidden_layers": 6, "head_dim": 16, "rope_theta": 1e4,
+      "sliding_window": 64, "max_position_embeddings": 256},
+     "models/gemma2/configuration_gemma2.py (Gemma2Config.__post_init__)"),
+    ({"model_type": "olmo3", "num_hidden_layers": 8, "head_dim": 16, "rope_theta": 5e5,
+      "sliding_window": 64, "max_position_embeddings": 256},
+     "models/olmo3/configuration_olmo3.py (Olmo3Config.__post_init__)"),
+    ({"model_type": "gpt_oss", "num_hidden_layers": 4, "head_dim": 16, "rope_theta": 1.5e5,
+      "sliding_window": 128, "max_position_embeddings": 256},
+     "models/gpt_oss/configuration_gpt_oss.py (GptOssConfig.__post_init__)"),
+    ({"model_type": "gemma4_text", "num_hidden_layers": 7, "head_dim": 16, "global_head_dim": 32,
+      "sliding_window": 64, "max_position_embeddings": 256,
+      "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+                          "full_attention": {"rope_type": "proportional", "rope_theta": 1e6,
+                                             "partial_rotary_factor": 0.25}}},
+     "models/gemma4/configuration_gemma4.py (Gemma4TextConfig.__post_init__)"),
+    ({"model_type": "mistral", "num_hidden_layers": 3, "head_dim": 16, "rope_theta": 1e4,
+      "sliding_window": 64, "max_position_embeddings": 256},
+     "models/mistral/modeling_mistral.py (MistralModel.forward)"),
+]
+
+
+@pytest.mark.parametrize("config, rule", RULED, ids=[c["model_type"] for c, _ in RULED])
+def test_rule_derived_patterns_are_labelled_without_class_defaults(config, rule):
+    plan = position_plan(config, class_defaults=False)
+    value = plan.values["layer_types"]
+    assert value.source == f"rule of transformers 5.23 {rule}"
+    assert value.value == plan.layer_types()
+    assert f"rule of transformers 5.23 {rule}" in " ".join(format_plan(plan).split())
+
+
+def test_every_value_of_a_stored_plan_is_labelled():
+    """Without class defaults, every value a stored file's plan uses says where it came from:
+    the file, a rule of the transformers code (named), a derivation, an absence, or unknown."""
+    known = ("file", "rule of transformers 5.23 ", "derived: ", "absent ", "unknown")
+    for name in STORED:
+        try:
+            plan = position_plan(released_config_for(name), class_defaults=False)
+        except ValueError:
+            continue
+        assert "layer_types" in plan.values, name
+        for key, value in plan.values.items():
+            assert value.source.startswith(known), (name, key, value.source)
+
+
+def released_config_for(name):
+    from course_utils.data.released import released_config
+    return released_config(name)
+
+
+def test_rule_labels_name_code_that_exists(transformers):
+    """Each rule label names a file of the installed transformers and a function in it."""
+    import importlib
+    import pathlib
+    import re
+
+    root = pathlib.Path(transformers.__file__).parent
+    labels = {plan_value.source for config, _ in RULED
+              for plan_value in position_plan(config, class_defaults=False).values.values()
+              if plan_value.source.startswith("rule of")}
+    for name in STORED:
+        try:
+            plan = position_plan(released_config_for(name), class_defaults=False)
+        except ValueError:
+            continue
+        labels |= {v.source for v in plan.values.values() if "rule of" in v.source}
+    assert labels
+    for label in labels:
+        path, cls, func = re.search(
+            r"rule of transformers 5\.23 (\S+) \((?:(\w+)\.)?(\w+)\)", label).groups()
+        assert (root / path).is_file(), label
+        module = importlib.import_module("transformers." + path[:-3].replace("/", "."))
+        assert hasattr(getattr(module, cls) if cls else module, func), label

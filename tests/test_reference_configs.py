@@ -144,3 +144,65 @@ def test_unseen_llama4_style_config_matches_transformers(transformers, torch):
     layer = plan.by_layer_type()["chunked_attention"]
     np.testing.assert_allclose(layer.inv_freq, rotary.inv_freq.double().numpy(), rtol=2e-6)
     assert layer.attention_factor == pytest.approx(float(rotary.attention_scaling))
+
+
+UNSEEN = [  # files without layer_types, whose pattern the plan takes from a rule of the code
+    {"model_type": "gemma2", "num_hidden_layers": 6, "head_dim": 16, "hidden_size": 64,
+     "num_attention_heads": 4, "sliding_window": 64, "max_position_embeddings": 256},
+    {"model_type": "olmo3", "num_hidden_layers": 8, "hidden_size": 64, "num_attention_heads": 4,
+     "rope_theta": 5e5, "max_position_embeddings": 256,
+     "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}},
+    {"model_type": "gemma4_text", "num_hidden_layers": 7, "head_dim": 16, "hidden_size": 64,
+     "num_attention_heads": 4, "max_position_embeddings": 256},
+    {"model_type": "qwen2_moe", "num_hidden_layers": 6, "hidden_size": 64,
+     "num_attention_heads": 4, "use_sliding_window": True, "sliding_window": 32,
+     "max_window_layers": 4, "max_position_embeddings": 256},
+    {"model_type": "qwen2", "num_hidden_layers": 6, "hidden_size": 64, "num_attention_heads": 4,
+     "use_sliding_window": True, "sliding_window": 32, "max_window_layers": 2,
+     "max_position_embeddings": 256},
+    {"model_type": "qwen3_moe", "num_hidden_layers": 3, "hidden_size": 64, "head_dim": 16,
+     "num_attention_heads": 4, "use_sliding_window": True, "sliding_window": 32,
+     "max_position_embeddings": 256},
+    {"model_type": "mistral", "num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
+     "sliding_window": 32, "max_position_embeddings": 256},
+]
+
+
+@pytest.mark.parametrize("cfg", UNSEEN, ids=[c["model_type"] for c in UNSEEN])
+def test_rule_derived_layers_match_transformers(cfg, transformers, torch):
+    """The rules the plan applies where a file lists no layer_types give the layer types the
+    config class builds (or, for models without layer_types, a window on every layer exactly
+    when the config keeps a sliding_window), and the frequencies of its rotary class."""
+    plan = position_plan(cfg)
+    config = transformers.AutoConfig.for_model(**cfg)
+    class_types = getattr(config, "layer_types", None)
+    if class_types is not None:
+        assert plan.layer_types() == list(class_types)
+    else:
+        window = getattr(config, "sliding_window", None)
+        assert plan.layer_types() == [
+            "sliding_attention" if window else "full_attention"] * config.num_hidden_layers
+    assert plan.values["layer_types"].source.startswith("rule of transformers 5.23 ")
+    rotary = _rotary(torch, config)
+    for layer_type, layer in plan.by_layer_type().items():
+        inv_freq, attention = _reference(rotary, layer_type)
+        np.testing.assert_allclose(layer.inv_freq, inv_freq.double().numpy(), rtol=2e-6,
+                                   err_msg=f"{cfg['model_type']} {layer_type}")
+        assert layer.attention_factor == pytest.approx(float(attention), rel=1e-6)
+
+
+def test_gemma4_global_head_dim_class_default(transformers):
+    """Gemma 4's full layers take global_head_dim; a file without it gets the keyword default
+    of Gemma4TextConfig.__post_init__, labelled a class default (or an error naming the key)."""
+    cfg = UNSEEN[2]
+    plan = position_plan(cfg)
+    config = transformers.AutoConfig.for_model(**cfg)
+    assert plan.by_layer_type()["full_attention"].head_dim == \
+        config.per_layer_config["full_attention"].head_dim
+    assert plan.values["global_head_dim"].source.startswith("class default")
+    assert plan.values["rope_parameters"].source.startswith("class default")
+    with pytest.raises(ValueError, match="rope_parameters: not in the file"):
+        position_plan(cfg, class_defaults=False)
+    stated = {**cfg, "rope_parameters": config.rope_parameters}  # the file states them now
+    with pytest.raises(ValueError, match="global_head_dim: not in the file"):
+        position_plan(stated, class_defaults=False)
