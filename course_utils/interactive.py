@@ -401,7 +401,7 @@ def mrope_explorer(*, grids=((2, 3), (3, 3), (3, 5)), default_grid=(3, 3), frame
                      f"tokens; the next text token gets id {after}", fontsize=10.5)
 
     controls = [("grid (rows x cols)", grids, default_grid, lambda g: f"{g[0]} x {g[1]}"),
-                ("frame t", list(range(frames)), 0)]
+                ("frame", list(range(frames)), 0)]
     return _explorer("mrope-video", draw, controls, size=(7.2, 3.0),
                      alt=("Three grids of numbers, the temporal, height and width ids of the "
                           "tokens of one video frame under M-RoPE; sliders change the grid size "

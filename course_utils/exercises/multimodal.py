@@ -249,7 +249,8 @@ def check_video_resume_ids(func):
     of the video's last temporal patch, the id of the first text token after the video by the
     trained rule (largest id so far + 1: the authors' code, QwenLM/Qwen3-VL
     ``qwen-vl-finetune/qwenvl/data/rope2d.py`` ``get_rope_index_25``, and transformers 4.x) and by
-    transformers 5.x (start + max(H', W')). Constants: :data:`QWEN2_5_VL_VIDEO`.
+    transformers 5.x (``p_start + max(N_row, N_col)``, the merged grid's rows and columns).
+    Constants: :data:`QWEN2_5_VL_VIDEO`.
     """
     def table(**kw):
         return np.array([_video_ids(*video, **kw) for video in _VIDEOS], dtype=np.float64)
@@ -257,7 +258,7 @@ def check_video_resume_ids(func):
     expected = np.array([_video_ids_from_course(*video) for video in _VIDEOS], dtype=np.float64)
     hints = [
         (table(swap_rules=True), "the two rules are swapped: the trained rule starts one past the "
-                                 "largest id so far, transformers 5.x at start + max(H', W')"),
+                                 "largest id so far, transformers 5.x at p_start + max(N_row, N_col)"),
         (table(cast_seconds=True),
          "that truncates the seconds per temporal patch to an integer first, as transformers "
          "4.x did: 2/fps is 0.5 s at 4 fps, and the ids step by tokens_per_second * 0.5 = 1"),
