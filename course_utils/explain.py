@@ -342,6 +342,36 @@ class _Defaults:
         return False, None
 
 
+class _StoredDefaults:
+    """Class defaults read from a stored library record (``class_defaults_<config>``), so that a
+    notebook needs no transformers: the record holds every default a plan of that config looked
+    up, as transformers' config class gave it (``tools/recorders/explain.py``)."""
+
+    enabled = True
+
+    def __init__(self, record, model_type):
+        inputs = record.inputs
+        if inputs.get("model_type") != model_type:
+            raise ValueError(f"class_defaults: the record {record.name!r} holds the defaults of "
+                             f"model_type {inputs.get('model_type')!r}, the file is "
+                             f"{model_type!r}")
+        self.model_type = model_type
+        self.cls = type(inputs["config_class"], (), {})
+        self.label = ("class default (transformers "
+                      + ".".join(record.version.split(".")[:2]) + ")")
+        booleans = set(inputs.get("booleans", ()))
+        self.values = {}
+        for key, value in record.outputs.items():
+            value = value.item() if value.ndim == 0 else value.tolist()
+            self.values[key] = bool(value) if key.split("@")[0] in booleans else value
+
+    def get(self, key, layer_type=None):
+        for name in (f"{key}@{layer_type}", key):
+            if name in self.values:
+                return True, self.values[name]
+        return False, None
+
+
 # --------------------------------------------------------------------------------------------
 # Reading the file.
 
@@ -651,9 +681,11 @@ def position_plan(config, *, class_defaults=True):
     config : dict, str, os.PathLike or :class:`course_utils.data.released.ReleasedConfig`
         A ``config.json`` (parsed, or its path). A config with ``text_config`` is read through
         it (the outer keys are listed as not interpreted).
-    class_defaults : bool
-        Look up the config class's default for a key the file omits (needs transformers). With
-        False, or without transformers, such a key is unknown.
+    class_defaults : bool or LibraryRecord
+        True: look up the config class's default for a key the file omits (needs transformers).
+        A stored record ``library_record("class_defaults_<config>")``: take those defaults from
+        it instead, as transformers gave them when it was recorded (no transformers needed; how
+        the notebooks read them). False, or True without transformers: such a key is unknown.
 
     Returns
     -------
@@ -662,7 +694,8 @@ def position_plan(config, *, class_defaults=True):
     Raises
     ------
     TypeError
-        If ``config`` is of none of those types.
+        If ``config`` is of none of those types, or ``class_defaults`` is not a bool or a
+        stored record.
     ValueError
         Naming the field: a file that is not JSON, a missing head size or layer count, a
         ``layer_types`` or ``no_rope_layers`` list of the wrong length, an unknown scaling type,
@@ -673,7 +706,16 @@ def position_plan(config, *, class_defaults=True):
     model_type = text.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
         raise ValueError(f"model_type: must be a string, got {model_type!r:.40}")
-    defaults = _Defaults(model_type, enabled=class_defaults)
+    from .data import LibraryRecord
+
+    if isinstance(class_defaults, LibraryRecord):
+        defaults = _StoredDefaults(class_defaults, model_type)
+    elif isinstance(class_defaults, bool):
+        defaults = _Defaults(model_type, enabled=class_defaults)
+    else:
+        raise TypeError("class_defaults must be True, False or a stored record "
+                        "(library_record('class_defaults_<config>')), got "
+                        f"{type(class_defaults).__name__}")
     r = _Reader(text, defaults)
     r.record("model_type", model_type, FILE if "model_type" in text else UNKNOWN)
     notes = []

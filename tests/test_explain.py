@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from course_utils.data import library_record, library_record_names
+from course_utils.data.released import released_config, released_config_names
 from course_utils.explain import fold_layers, format_plan, main, plan_summary, position_plan
 from course_utils.rope import rope_inv_freq
 from course_utils.scaling import rope_scaling
@@ -377,3 +379,37 @@ def test_rule_labels_name_code_that_exists(transformers):
         assert (root / path).is_file(), label
         module = importlib.import_module("transformers." + path[:-3].replace("/", "."))
         assert hasattr(getattr(module, cls) if cls else module, func), label
+
+
+CLASS_DEFAULT_RECORDS = [name for name in library_record_names()
+                         if name.startswith("class_defaults_")]
+
+
+def test_stored_class_defaults_cover_every_file_that_needs_them():
+    """A stored file whose plan needs a class default has a record of them (the notebook reads
+    the record, not transformers)."""
+    needs = []
+    for key in released_config_names():
+        try:
+            position_plan(released_config(key), class_defaults=False)
+        except ValueError:
+            needs.append(key)
+    assert needs and sorted(f"class_defaults_{k}" for k in needs) == CLASS_DEFAULT_RECORDS
+
+
+@pytest.mark.parametrize("name", CLASS_DEFAULT_RECORDS)
+def test_stored_class_defaults_give_the_plan_transformers_gives(name, transformers):
+    rec = released_config(name.removeprefix("class_defaults_"))
+    stored = position_plan(rec, class_defaults=library_record(name))
+    live = position_plan(rec, class_defaults=True)
+    assert format_plan(stored) == format_plan(live)
+    assert any(v.source.startswith("class default (transformers ")
+               for v in stored.values.values())
+
+
+def test_stored_class_defaults_refuse_another_model_and_bad_types():
+    gemma = library_record("class_defaults_gemma3_4b")
+    with pytest.raises(ValueError, match="class_defaults"):
+        position_plan(released_config("llama4_scout_17b_16e"), class_defaults=gemma)
+    with pytest.raises(TypeError, match="class_defaults"):
+        position_plan(released_config("gemma3_4b"), class_defaults="yes")
