@@ -13,9 +13,10 @@ words have a second, everyday sense in some chapters ("base model" is not RoPE's
 occurrences are listed in OTHER_SENSES, and the chapters where a word has only its other sense
 in NOT_IN; they are not uses of the term. The References section is not read (titles, not uses).
 
-The first use in each chapter must be a link ``[text](../glossary.md#term-<id>)``, where ``<id>``
-is the id Sphinx gives the term on the glossary page (``test_every_internal_link_and_anchor_lands``
-checks that it exists on the built page). ``tools/notebooks.py check`` applies ``--check``.
+The first use in each chapter must be a link ``[text](../glossary.md#<id>)``, where ``<id>`` is
+the id Sphinx gives the term on the glossary page, such as ``term-RoPE``
+(``test_every_internal_link_and_anchor_lands`` checks that it exists on the built page).
+``tools/notebooks.py check`` applies ``--check``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GLOSSARY = ROOT / "glossary.md"
-LINK_TARGET = "../glossary.md#term-"
+LINK_TARGET = "../glossary.md#"
 
 # Other written forms of a term (regular expressions, matched case-insensitively).
 VARIANTS = {
