@@ -6,7 +6,7 @@
 The lab checks its conclusions on the mean over the seeds in its setup cell (``SEEDS``). This
 tool executes a temporary copy of the notebook in a fresh kernel for each seed alone
 (``SEEDS = (k,)``), so that every check must hold for that one seed, and once with all the seeds
-together, whose accuracy table (mean and min-max over seeds) it prints. With ``--write`` the
+together, whose accuracy table (the cell tagged ``lab-results-table``) it prints. With ``--write`` the
 results go into ``benchmarks/RESULTS.md`` between the lab-seeds markers. Exit status 1 if a
 check fails for any seed.
 """
@@ -72,8 +72,8 @@ def report(single: list[dict], together: dict | None) -> str:
 def write(single: list[dict], together: dict | None, lab: pathlib.Path = LAB) -> None:
     table = ""
     if together and together["table"]:
-        table = (f"\n\nThe accuracy tables of the run with seeds {together['seeds']} (mean, and "
-                 f"min-max over seeds):\n\n```\n{together['table']}\n```")
+        table = (f"\n\nThe accuracy tables of the run with seeds {together['seeds']}, as the "
+                 f"notebook prints them:\n\n```\n{together['table']}\n```")
     section = SECTIONS.get(lab.stem, f"seeds-{lab.stem}")
     title = "The lab's checks" if section == "lab-seeds" else f"`{lab.stem}`'s checks"
     write_section(section, (
