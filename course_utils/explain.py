@@ -77,7 +77,10 @@ _SINKS = {"gpt_oss": "a learned sink logit per head (transformers models/gpt_oss
 # class's __post_init__ builds layer_types so).
 _QWEN_WINDOW = {"qwen2": ("qwen2", "Qwen2Config"), "qwen3": ("qwen3", "Qwen3Config"),
                 "qwen2_vl_text": ("qwen2_vl", "Qwen2VLTextConfig"),
-                "qwen2_5_vl_text": ("qwen2_5_vl", "Qwen2_5_VLTextConfig")}
+                "qwen2_5_vl_text": ("qwen2_5_vl", "Qwen2_5_VLTextConfig"),
+                # A flat multimodal file (text keys at the top): its text config reads them.
+                "qwen2_vl": ("qwen2_vl", "Qwen2VLTextConfig"),
+                "qwen2_5_vl": ("qwen2_5_vl", "Qwen2_5_VLTextConfig")}
 # No layer_types: the model's forward builds a sliding-window mask for every layer when
 # sliding_window is set (Qwen3-MoE: its config sets sliding_window to None unless
 # use_sliding_window).
@@ -198,7 +201,7 @@ class PositionPlan:
     value used, name to :class:`Value`), ``not_interpreted`` (keys read but not used),
     ``notes`` (sentences on how the plan read the file) and ``model_type``."""
 
-    model_type: str
+    model_type: str | None
     layers: list
     values: dict
     not_interpreted: list
@@ -206,8 +209,8 @@ class PositionPlan:
     text_config: bool
 
     def __post_init__(self):
-        if not isinstance(self.model_type, str):
-            raise TypeError(f"model_type must be a string, got {self.model_type!r:.60}")
+        if self.model_type is not None and not isinstance(self.model_type, str):
+            raise TypeError(f"model_type must be a string or None, got {self.model_type!r:.60}")
         if not isinstance(self.layers, list) or not all(
                 isinstance(layer, LayerPlan) for layer in self.layers):
             raise TypeError(f"layers must be a list of LayerPlan, got {self.layers!r:.60}")
@@ -379,9 +382,12 @@ def _load(config):
     if isinstance(config, (str, os.PathLike)):
         path = pathlib.Path(config)
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"config: cannot read {str(path)!r} ({exc.strerror})") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"config: {path.name} is not a UTF-8 text file (a config.json is "
+                             "JSON text)") from None
         try:
             config = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -1194,20 +1200,31 @@ def main(argv=None):
     args = parser.parse_args(argv)
     source = args.config
     title = None
+    class_defaults = not args.no_class_defaults
     if not os.path.exists(source):
+        from .data import library_record, library_record_names
         from .data.released import released_config, released_config_names
         if source in released_config_names():
             rec = released_config(source)
+            stored = f"class_defaults_{source}"
+            if class_defaults and _transformers() is None and stored in library_record_names():
+                # Without transformers, a stored file's class defaults come from their record.
+                class_defaults = library_record(stored)
             source, title = rec.config, f"{rec.name} ({rec.checkpoint})"
     try:
-        plan = position_plan(source, class_defaults=not args.no_class_defaults)
+        plan = position_plan(source, class_defaults=class_defaults)
     except (TypeError, ValueError) as exc:
         print(_fill(f"error: {exc}", width=88, subsequent_indent="    "),
               file=sys.stderr)
         return 2
     print(format_plan(plan, title=title))
     if args.plot:
-        plot_plan(plan, args.plot, title=title)
+        try:
+            plot_plan(plan, args.plot, title=title)
+        except OSError as exc:
+            print(f"error: --plot {args.plot}: cannot write the figure ({exc.strerror})",
+                  file=sys.stderr)
+            return 2
         print(f"figure saved to {args.plot}")
     return 0
 

@@ -413,3 +413,39 @@ def test_stored_class_defaults_refuse_another_model_and_bad_types():
         position_plan(released_config("llama4_scout_17b_16e"), class_defaults=gemma)
     with pytest.raises(TypeError, match="class_defaults"):
         position_plan(released_config("gemma3_4b"), class_defaults="yes")
+
+
+def test_flat_qwen2_5_vl_file_opens_its_window_where_transformers_does(transformers):
+    cfg = dict(released_config("qwen2_5_vl_7b").config, use_sliding_window=True,
+               max_window_layers=20)
+    plan = position_plan(cfg)
+    expected = transformers.Qwen2_5_VLConfig(**cfg).text_config.layer_types
+    assert [layer.layer_type for layer in plan.layers] == list(expected)
+    assert [layer.attention for layer in plan.layers].count("sliding") == 8
+
+
+def test_file_without_model_type_is_read_with_every_omitted_value_unknown(tmp_path, capsys):
+    path = _write(tmp_path, {"text_config": {"num_hidden_layers": 4, "hidden_size": 256,
+                                             "num_attention_heads": 4, "rope_theta": 1e4}})
+    plan = position_plan(path)
+    assert plan.model_type is None and len(plan.layers) == 4
+    assert any("no model_type" in note for note in plan.notes)
+    assert main([str(path)]) == 0
+
+
+def test_command_names_unreadable_files_and_unwritable_figures(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_bytes(b"\xff\xfe{")
+    assert main([str(path)]) == 2
+    assert "config.json is not a UTF-8 text file" in capsys.readouterr().err
+    assert main(["gemma3_1b", "--plot", str(tmp_path / "missing" / "x.png")]) == 2
+    assert "--plot" in capsys.readouterr().err
+
+
+def test_command_reads_stored_class_defaults_without_transformers(monkeypatch, capsys):
+    import course_utils.explain as explain_module
+
+    monkeypatch.setattr(explain_module, "_transformers", lambda: None)
+    assert main(["llama4_scout_17b_16e"]) == 0
+    assert "class default (transformers 5.23): no_rope_layer_interval 4" in " ".join(
+        capsys.readouterr().out.split())

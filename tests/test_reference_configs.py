@@ -21,6 +21,15 @@ transformers (it is what the stored files are run with) and the test names the d
 * DeepSeek-V3: transformers multiplies the softmax scale by ``mscale(s, mscale_all_dim)^2`` and
   puts ``attention_factor = mscale / mscale_all_dim = 1`` on cos and sin, as the authors'
   ``inference/model.py`` does (``softmax_scale *= mscale ** 2``); checked below.
+* Llama 4 Scout: its file states no ``attn_temperature_tuning``. transformers'
+  ``Llama4TextConfig`` defaults it to True, so the NoPE layers scale their queries (notebook 11,
+  eq. 2); Meta's reference code has the same scaling off by default (``ModelArgs`` in
+  ``models/llama4/args.py`` of meta-llama/llama-models), and neither states which the released
+  weights were trained with. The course follows transformers, labels the value a class default,
+  and the plan's temperature is checked against transformers' query scales
+  (``test_reference_modern.py``).
+
+The Phi-3-mini item is an agreement, listed because the report is silent on it.
 """
 
 from __future__ import annotations
