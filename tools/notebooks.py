@@ -50,6 +50,8 @@ up), the chapter template:
 8. Witnesses. Every ``check_close``/``check_true`` call passes ``witness="<kind>: <detail>"`` and
    every PASS line it printed carries the ``[kind: detail]`` tag (``tools/witnesses.py`` prints
    the counts per notebook and kind).
+9. Glossary. Each term of the glossary page is a link to its entry where the chapter first uses
+   it (``tools/glossary_links.py`` says what counts as a use, and ``--link`` adds the links).
 
 Notebook 00 (the set-up check) only has to meet the line length.
 """
@@ -521,7 +523,14 @@ def problems_of(path: pathlib.Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     problems = [] if path.read_text() == _text(normalized(nb)) else [
         "not normalised (run 'make execute' or 'make normalize')"]
-    return problems + line_problems(nb) + template_problems(path, nb) + witness_problems(nb)
+    problems += line_problems(nb) + template_problems(path, nb) + witness_problems(nb)
+    match = re.match(r"(\d\d)_", path.name)
+    if match and int(match.group(1)) > 0:
+        from glossary_links import unlinked
+
+        problems += [f"rule 9: the first use of {item} is not a link to the glossary "
+                     "(tools/glossary_links.py --link adds it)" for item in unlinked(path)]
+    return problems
 
 
 def witness_problems(nb) -> list[str]:
