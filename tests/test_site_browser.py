@@ -13,7 +13,8 @@ sideways (the column fits the notebooks' 88 characters) and no display equation 
 notebook figure shows its smallest text at 9 px or more and has at least 1.5 image pixels per CSS
 pixel (sharp on high-resolution screens); at 390 px (a phone) no page is wider than the screen,
 no formula, table, code block or figure runs past its edge without a box of its own that scrolls
-it, no identifier in a table cell is broken across lines, and no page logs a console error at
+it, no printed output is wrapped (tables keep their columns), no identifier in a table cell is
+broken across lines, and no page logs a console error at
 either width. An unopened solution shows neither its code nor its output. Every same-site link
 names a file that exists and its #fragment an id on that page (checked on the built HTML). The
 landing page lists each chapter once, the copyright line shows once, searching a hyphenated
@@ -285,6 +286,16 @@ _LAYOUT = """() => {
                          return box.getBoundingClientRect().right > window.innerWidth + 1; } }
                      return true; })
       .map(e => `${e.tagName.toLowerCase()}: ${label(e)}`),
+    // Printed output (a table, a path) whose lines the browser wrapped: more rendered lines
+    // than printed ones.
+    wrappedOutputs: [...body.querySelectorAll('.cell_output pre')]
+      .filter(e => e.checkVisibility())
+      .filter(e => { const cs = getComputedStyle(e);
+                     const lines = e.textContent.replace(/\\n$/, '').split('\\n').length;
+                     const inner = e.clientHeight - parseFloat(cs.paddingTop)
+                                   - parseFloat(cs.paddingBottom);
+                     return inner > (lines + 0.5) * parseFloat(cs.lineHeight); })
+      .map(label),
     // Code in a table cell that the browser broke across lines (an identifier split).
     splitInTables: [...body.querySelectorAll('td code, th code')]
       .filter(e => e.checkVisibility() && e.getClientRects().length > 1
@@ -673,6 +684,9 @@ def test_pages_fit_a_phone_screen(phone_visits):
         assert not layout["overflowing"], (
             f"{path}: at {layout['viewport']} px these run past the screen's edge with no box "
             f"of their own to scroll in (clipped): {layout['overflowing'][:8]}")
+        assert not layout["wrappedOutputs"], (
+            f"{path}: printed output wrapped at {layout['viewport']} px (a table's columns or "
+            f"an identifier split): {layout['wrappedOutputs'][:5]}")
         assert not layout["splitInTables"], (
             f"{path}: identifiers broken across lines in table cells at {layout['viewport']} px: "
             f"{layout['splitInTables'][:8]}")
