@@ -1,7 +1,9 @@
 """Every work a chapter cites is on the bibliography page, and that entry links back to the chapter.
 
-A cited work is a bullet of a chapter's References section that names an author and a year,
-``- Surname, X. et al. (2021). *Title.*``; library files cited without a year are not works. An
+A cited work is an author and a year in a chapter's References section: at the start of a bullet,
+``- Surname, X. et al. (2021). *Title.*``, or after the end of another work in the same bullet,
+``... arXiv:2104.09864. Black et al. (2022), *GPT-NeoX-20B*``; library files cited without a
+year are not works. An
 entry on the bibliography page is a bold heading ``**Surname et al. (2021).**`` followed by a
 ``Chapter(s):`` line of links to the chapters that cite it.
 """
@@ -17,6 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb") if not p.name.startswith("00"))
 _CITATION = re.compile(r"^- \s*([^()\[\]]+?)\s*\((\d{4})[a-z]?\)", re.M)
+# A further work in the same bullet: after ". " or "; ", names (or "et al.") then the year.
+_MORE = re.compile(r"(?:\.|;)\s+([A-Z][\w\-]*(?: [A-Z][\w\-]*)*(?: et al\.)?)\s*\((\d{4})[a-z]?\)")
 
 
 def _first_surname(authors: str) -> str:
@@ -29,7 +33,8 @@ def cited_works(path: Path) -> set[tuple[str, str]]:
     text = "".join(
         "".join(c["source"]) for c in cells
         if c["cell_type"] == "markdown" and "".join(c["source"]).lstrip().startswith("## References"))
-    return {(_first_surname(a), y) for a, y in _CITATION.findall(text)}
+    found = _CITATION.findall(text) + _MORE.findall(text)
+    return {(_first_surname(a), y) for a, y in found}
 
 
 def bibliography_entries() -> dict[tuple[str, str], str]:
@@ -45,6 +50,8 @@ def bibliography_entries() -> dict[tuple[str, str], str]:
 
 def test_the_parser_finds_the_works_of_a_chapter():
     assert ("vaswani", "2017") in cited_works(ROOT / "notebooks" / "02_sinusoidal.ipynb")
+    works = cited_works(ROOT / "notebooks" / "11_positions_in_modern_models.ipynb")
+    assert {("su", "2021"), ("abdin", "2024"), ("gemma", "2025"), ("openai", "2025")} <= works
     assert ("vaswani", "2017") in bibliography_entries()
 
 
