@@ -419,7 +419,7 @@ def _kept_sections(path):
     """Sections other tools write between ``<!-- name:begin -->`` and ``<!-- name:end -->``
     (``make portability``, ``make lab-seeds``): kept when the benchmarks are rewritten."""
     text = path.read_text() if path.is_file() else ""
-    kept = re.findall(r"(<!-- ([a-z-]+):begin -->.*?<!-- \2:end -->)", text, flags=re.S)
+    kept = re.findall(r"(<!-- ([a-z0-9-]+):begin -->.*?<!-- \2:end -->)", text, flags=re.S)
     return ["", *(block for block, _ in kept)] if kept else []
 
 
