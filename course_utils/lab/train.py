@@ -274,6 +274,16 @@ def fine_tune(params, config, task, *, length, checkpoints, batch=8, lr=1e-3, wa
     return snapshots, losses
 
 
+def _evaluation_arguments(task, config, length, n_sequences, batch):
+    """The validated ``length, n_sequences, batch`` of an evaluation (task and config checked)."""
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+    return (val.positive_int(length, "length"), val.positive_int(n_sequences, "n_sequences"),
+            val.positive_int(batch, "batch"))
+
+
 def evaluate_by_position(params, config, task, length, *, n_sequences=64, seed=1234, batch=32):
     """Correct predictions and labelled positions at each position, and the mean test loss.
 
@@ -285,13 +295,7 @@ def evaluate_by_position(params, config, task, length, *, n_sequences=64, seed=1
     correct, total : int64 arrays ``(length,)``: correct predictions and labels at each position
     loss : float, the cross-entropy averaged over every labelled position
     """
-    if not isinstance(task, Task):
-        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
-    if not isinstance(config, ModelConfig):
-        raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
-    length = val.positive_int(length, "length")
-    n_sequences = val.positive_int(n_sequences, "n_sequences")
-    batch = val.positive_int(batch, "batch")
+    length, n_sequences, batch = _evaluation_arguments(task, config, length, n_sequences, batch)
     rng = np.random.default_rng(val.positive_int(seed, "seed", allow_zero=True))
     correct = np.zeros(length, dtype=np.int64)
     total = np.zeros(length, dtype=np.int64)
@@ -330,13 +334,7 @@ def evaluate(params, config, task, length, *, n_sequences=64, seed=1234, batch=3
     float : fraction of scored positions predicted correctly; ``nan`` if ``scheme="learned"`` and
     ``length > config.max_len`` (the table has no row there, so there is no output to score).
     """
-    if not isinstance(task, Task):
-        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
-    if not isinstance(config, ModelConfig):
-        raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
-    length = val.positive_int(length, "length")
-    n_sequences = val.positive_int(n_sequences, "n_sequences")
-    batch = val.positive_int(batch, "batch")
+    length, n_sequences, batch = _evaluation_arguments(task, config, length, n_sequences, batch)
     scored = val.choice(scored, "scored", ("second_half", "all"))
     if config.scheme == "learned" and length > config.max_len:
         # The table has no row for these positions (forward raises IndexError): no output exists.
