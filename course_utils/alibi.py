@@ -1,8 +1,8 @@
 """ALiBi: attention with linear biases (Press et al. 2022).
 
-No position vector is added to the tokens. Each head ``h`` adds ``-a_h * (m - n)`` to the score of
+No position vector is added to the tokens. Each head ``h`` adds ``-mu_h * (m - n)`` to the score of
 query ``m`` and key ``n <= m``: a penalty that grows linearly with distance, with a head-specific
-slope ``a_h`` (the paper's ``m``) from a geometric sequence. Notation as on the course's notation
+slope ``mu_h`` (the paper's ``m``) from a geometric sequence. Notation as on the course's notation
 page: query position ``m``, key position ``n``, relative position ``r = n - m``.
 """
 
@@ -18,14 +18,14 @@ __all__ = ["alibi_slopes", "alibi_bias", "alibi_bias_bloom"]
 
 
 def _power_of_two_slopes(n):
-    # a_h = 2^(-8h/n), h = 1..n: start 2^(-8/n), ratio 2^(-8/n).
+    # mu_h = 2^(-8h/n), h = 1..n: start 2^(-8/n), ratio 2^(-8/n).
     return 2.0 ** (-8.0 * np.arange(1, n + 1) / n)
 
 
 def alibi_slopes(n_heads):
     """Head slopes ``a_1 .. a_H`` as the reference code computes them, shape ``(n_heads,)``.
 
-    For ``H`` a power of two, ``a_h = 2^(-8h/H)``, the paper's rule. The paper states that rule for
+    For ``H`` a power of two, ``mu_h = 2^(-8h/H)``, the paper's rule. The paper states that rule for
     every ``H``; the reference code departs from it otherwise: with ``c`` the largest power of two
     below ``H``, the ``c`` slopes for ``c`` heads, then every other slope of the ``2c``-head
     sequence (``2^(-0.5 * 8/c)``, ``2^(-1.5 * 8/c)``, ...) until there are ``H``.
@@ -50,15 +50,15 @@ def alibi_bias(n_heads, n_queries, n_keys=None, *, causal=True):
     The queries are the last ``n_queries`` of the ``n_keys`` positions (decoding with a cache):
     query row ``k`` sits at position ``m = n_keys - n_queries + k``.
 
-    * ``causal=True`` (the paper, decoders): ``-a_h (m - n)`` for key ``n <= m`` and ``-inf`` for
+    * ``causal=True`` (the paper, decoders): ``-mu_h (m - n)`` for key ``n <= m`` and ``-inf`` for
       ``n > m``, so the causal mask is part of the bias.
-    * ``causal=False`` (a symmetric encoder variant): ``-a_h |m - n|`` everywhere.
+    * ``causal=False`` (a symmetric encoder variant): ``-mu_h |m - n|`` everywhere.
     """
     slopes = alibi_slopes(n_heads)
     n_queries, n_keys = val.query_key_counts(n_queries, n_keys)
     causal = val.boolean(causal, "causal")
     # One (n_queries, n_keys) table of distances m - n, shared by every head; the output is then
-    # written in a single pass. Causal: a key after the query gets distance +inf, so -a_h * inf is
+    # written in a single pass. Causal: a key after the query gets distance +inf, so -mu_h * inf is
     # the -inf of the mask (every slope is positive).
     query_pos = np.arange(n_keys - n_queries, n_keys, dtype=np.float64)
     distance = np.subtract.outer(query_pos, np.arange(n_keys, dtype=np.float64))  # m - n
@@ -70,15 +70,15 @@ def alibi_bias(n_heads, n_queries, n_keys=None, *, causal=True):
 
 
 def alibi_bias_bloom(n_heads, n_keys, *, attention_mask=None):
-    """BLOOM's form of the bias: ``+a_h * n`` for key ``n``, the same for every query.
+    """BLOOM's form of the bias: ``+mu_h * n`` for key ``n``, the same for every query.
 
     Shape ``(n_heads, 1, n_keys)``, or ``(batch, n_heads, 1, n_keys)`` with an ``attention_mask``
     of shape ``(batch, n_keys)`` (1 for real tokens, 0 for padding), in which case ``n`` counts real
     tokens only: ``n = (cumsum(mask) - 1) * mask``.
 
-    Under a causal mask this equals the paper's ``-a_h (m - n)`` after the softmax, because the
-    two differ by ``-a_h m``, a constant across each query's row. It does not give the symmetric
-    ``-a_h |m - n|``.
+    Under a causal mask this equals the paper's ``-mu_h (m - n)`` after the softmax, because the
+    two differ by ``-mu_h m``, a constant across each query's row. It does not give the symmetric
+    ``-mu_h |m - n|``.
 
     References
     ----------

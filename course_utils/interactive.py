@@ -302,7 +302,7 @@ def rope_scaling_explorer(*, head_dim=128, base=10_000.0, original_max_position_
 
 
 def alibi_explorer(*, head_counts=(1, 2, 4, 6, 8, 12, 16, 32), default=8, length=24):
-    """ALiBi's slopes (left) and the bias ``-a_h (m - n)`` of the last query (right), per head count.
+    """ALiBi's slopes (left) and the bias ``-mu_h (m - n)`` of the last query (right), per head count.
 
     Slopes from :func:`course_utils.alibi.alibi_slopes` (Press et al. 2022, section 3, and the
     reference code's rule for head counts that are not powers of two); biases from
@@ -323,7 +323,7 @@ def alibi_explorer(*, head_counts=(1, 2, 4, 6, 8, 12, 16, 32), default=8, length
         left.semilogy(heads, slopes, marker="o", ls="-", lw=1)
         left.set_ylim(2.0 ** -9, 2)
         left.set_xlabel("head h")
-        left.set_ylabel("slope a_h")
+        left.set_ylabel(r"slope $\mu_h$")
         left.set_title(f"{n_heads} head{'s' if n_heads > 1 else ''}: slopes")
         bias = alibi_bias(n_heads, 1, length)[:, 0, :]
         image = right.imshow(bias, aspect="auto", cmap="viridis", vmin=floor, vmax=0,
@@ -332,7 +332,7 @@ def alibi_explorer(*, head_counts=(1, 2, 4, 6, 8, 12, 16, 32), default=8, length
         right.grid(False)
         right.set_xlabel(f"key position n (query m = {length - 1})")
         right.set_ylabel("head h")
-        right.set_title("bias -a_h (m - n)")
+        right.set_title(r"bias $-\mu_h\,(m - n)$")
         fig.colorbar(image, ax=right, label="bias")
 
     return _explorer("alibi-heads", draw, [("heads H", head_counts, default)],

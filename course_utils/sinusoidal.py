@@ -156,16 +156,16 @@ def sinusoidal_encoding(n_positions, d_model, *, base=10000.0, layout="interleav
 
 
 def sinusoidal_shift_matrix(k, d_model, *, base=10000.0, layout="interleaved"):
-    """The linear map ``M_r`` with ``PE[p + r] = M_r @ PE[p]`` for every ``p`` (the offset ``r``
+    """The linear map ``T_r`` with ``PE[p + r] = T_r @ PE[p]`` for every ``p`` (the offset ``r``
     is the argument ``k``, the letter of Vaswani et al., section 3.5).
 
     For each frequency pair, with ``t = theta_i``,
     ``[sin((p+r)t), cos((p+r)t)] = [[cos rt, sin rt], [-sin rt, cos rt]] @ [sin pt, cos pt]``
-    (angle addition), so ``M_r`` is block-diagonal with 2x2 rotations: it is orthogonal, has
-    determinant 1, and ``M_a @ M_b = M_{a+b}``. ``r`` may be any real offset, also negative.
+    (angle addition), so ``T_r`` is block-diagonal with 2x2 rotations: it is orthogonal, has
+    determinant 1, and ``T_a @ T_b = T_{a+b}``. ``r`` may be any real offset, also negative.
     Each block turns its pair by ``-r theta_i`` (clockwise), because a pair stores
-    ``(sin, cos)``: in the interleaved layout ``M_r`` is the transpose of RoPE's ``R_r``
-    (:func:`course_utils.rope.rope_rotation_matrix`), ``M_r = R_{-r}``.
+    ``(sin, cos)``: in the interleaved layout ``T_r`` is the transpose of RoPE's ``R_r``
+    (:func:`course_utils.rope.rope_rotation_matrix`), ``T_r = R_{-r}``.
 
     Returns
     -------

@@ -163,7 +163,7 @@ def _slopes_by_rule(n_heads):
 
 
 def _overtake(n_heads, gap):
-    # smallest whole t with a_h t > gap, by stepping t up from 0: a loop, not the formula
+    # smallest whole t with mu_h t > gap, by stepping t up from 0: a loop, not the formula
     out = []
     for a in _slopes_by_rule(n_heads):
         t = 0
@@ -185,7 +185,7 @@ def test_overtake_distance_right_answers(torch, capsys):
 
 
 def test_overtake_distance_for_12_heads_by_hand():
-    # gap 2, H = 12: a_h = 2^-1 .. 2^-8 give t = 2^(h+1) + 1; then 2^-0.5 -> floor(2.83) + 1 = 3
+    # gap 2, H = 12: mu_h = 2^-1 .. 2^-8 give t = 2^(h+1) + 1; then 2^-0.5 -> floor(2.83) + 1 = 3
     t = _overtake(12, 2.0)
     assert list(t[:8]) == [5, 9, 17, 33, 65, 129, 257, 513]
     assert list(t[8:]) == [3, 6, 12, 23]
@@ -201,7 +201,7 @@ def _by_rule(make):
     (_by_rule(lambda a, n, gap: gap / a), "whole distances"),
     (lambda n, gap: np.floor(gap / 2.0 ** (-8 * np.arange(1, n + 1) / n)) + 1, "power of two"),
     (_by_rule(lambda a, n, gap: np.floor(gap / np.sort(a)[::-1]) + 1), "head order"),
-    (_by_rule(lambda a, n, gap: np.floor(gap * a) + 1), "not gap * a_h"),
+    (_by_rule(lambda a, n, gap: np.floor(gap * a) + 1), "not gap * mu_h"),
     (_by_rule(lambda a, n, gap: (np.floor(gap / a) + 1)[:-1]), "shape"),
     (_by_rule(lambda a, n, gap: np.floor(gap / a) + 2), "values differ"),
 ])

@@ -145,29 +145,29 @@ def test_causal_swap_other_indices_agree_with_attention():
         check_causal_swap([True] * 4, n_tokens=4, i=3, j=1)
 
 
-def _bos_output_by_attention(p, beta):
-    """The BOS-flag output of a causal head whose scores are beta for the BOS key and 0 for the
+def _bos_output_by_attention(p, ell):
+    """The BOS-flag output of a causal head whose scores are ell for the BOS key and 0 for the
     rest, by a dense softmax over the p + 1 visible keys (not from the checker's formula)."""
     out = []
     for position in np.asarray(p, dtype=int):
         scores = np.zeros(position + 1)
-        scores[0] = beta
+        scores[0] = ell
         weights = np.exp(scores - scores.max())
         weights /= weights.sum()
         out.append(weights[0])  # only the BOS value carries the flag 1
     return np.array(out)
 
 
-def _right_bos_output(p, beta):
-    return 1.0 / (1.0 + p * np.exp(-beta))
+def _right_bos_output(p, ell):
+    return 1.0 / (1.0 + p * np.exp(-ell))
 
 
 def test_bos_output_stub_and_right(capsys):
     assert check_bos_output(stub_function) is False
     assert "NOT ATTEMPTED" in printed(capsys)
     p = np.array([0, 1, 7, 300])
-    for beta in (0.0, 2.5, -1.25):
-        assert np.allclose(_right_bos_output(p, beta), _bos_output_by_attention(p, beta),
+    for ell in (0.0, 2.5, -1.25):
+        assert np.allclose(_right_bos_output(p, ell), _bos_output_by_attention(p, ell),
                            rtol=1e-12)
     assert check_bos_output(_right_bos_output) is True
     assert "PASS" in printed(capsys)
@@ -178,19 +178,19 @@ def test_bos_output_stub_and_right(capsys):
 
 
 def test_bos_output_accepts_torch_float32(torch, capsys):
-    def in_torch(p, beta):
-        c = torch.exp(torch.tensor(beta, dtype=torch.float32))
-        return c / (c + torch.from_numpy(p).float())
+    def in_torch(p, ell):
+        z = torch.exp(torch.tensor(ell, dtype=torch.float32))
+        return z / (z + torch.from_numpy(p).float())
 
     assert check_bos_output(in_torch) is True
     assert "PASS" in printed(capsys)
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda p, b: 1.0 / (p + 1.0), "must depend on beta"),
+    (lambda p, b: 1.0 / (p + 1.0), "must depend on ell"),
     (lambda p, b: np.exp(b) / (np.exp(b) + p + 1.0), "off by one"),
     (lambda p, b: b / (b + p), "e^score"),
-    (lambda p, b: np.exp(-b) / (np.exp(-b) + p), "sign of beta"),
+    (lambda p, b: np.exp(-b) / (np.exp(-b) + p), "sign of ell"),
     (lambda p, b: np.exp(b) / (p + 1.0), "sum to 1"),
     (lambda p, b: (np.exp(b) / (np.exp(b) + p)).astype(np.float16), "values differ"),
     (lambda p, b: np.exp(b) / (np.exp(b) + p[:-1]), "must have shape"),
@@ -202,13 +202,13 @@ def test_bos_output_wrong(wrong, hint, capsys):
 
 
 def _best_score_by_search(p):
-    """The beta that maximises o_p - o_(p+1), by a fine grid search over beta."""
-    betas = np.linspace(-5.0, 20.0, 250_001)
+    """The ell that maximises o_p - o_(p+1), by a fine grid search over ell."""
+    ells = np.linspace(-5.0, 20.0, 250_001)
     best = []
     for position in np.asarray(p, dtype=float):
-        c = np.exp(betas)
-        gap = c / (c + position) - c / (c + position + 1.0)
-        best.append(betas[np.argmax(gap)])
+        z = np.exp(ells)
+        gap = z / (z + position) - z / (z + position + 1.0)
+        best.append(ells[np.argmax(gap)])
     return np.array(best)
 
 
@@ -236,7 +236,7 @@ def test_best_bos_score_accepts_torch_float32(torch, capsys):
 @pytest.mark.parametrize("wrong, hint", [
     (lambda p: np.zeros_like(p), "plain count"),
     (lambda p: np.log(p * (p + 1.0)), "half of"),
-    (lambda p: 0.5 * np.log((p + 1.0) * (p + 2.0)), "e^beta + p + 1"),
+    (lambda p: 0.5 * np.log((p + 1.0) * (p + 2.0)), "e^ell + p + 1"),
     (lambda p: np.log(p), "balances only one factor"),
     (lambda p: np.log(p + 1.0), "between p and p + 1"),
     (lambda p: np.log(p + 0.5), "geometric mean"),

@@ -36,7 +36,7 @@ PLACES = {
     "06_": [(
         "## The bias matrices", "alibi_explorer",
         "**Move the head count.** The slider below changes the number of heads $H$: on the left "
-        "the slopes $a_h$ on a log scale, on the right the bias $-a_h\\,(m - n)$ of the last "
+        "the slopes $mu_h$ on a log scale, on the right the bias $-mu_h\\,(m - n)$ of the last "
         "query in each head. More heads fill the same range of slopes more densely, from steep "
         "heads that see only their neighbours to flat ones that see the whole input. The "
         "pictures are drawn in advance, so the slider works without a running kernel."),

@@ -28,8 +28,8 @@ _N_HEADS = 6
 _QUERY, _N_KEYS = 4, 6
 
 # Exercise 6.4: (number of heads, content advantage Delta) pairs. Several head counts that are
-# not powers of two, and gaps that make Delta / a_h an exact integer for some heads, so that
-# ceil(Delta / a_h) (a tie, not a loss) differs from the right floor(Delta / a_h) + 1.
+# not powers of two, and gaps that make Delta / mu_h an exact integer for some heads, so that
+# ceil(Delta / mu_h) (a tie, not a loss) differs from the right floor(Delta / mu_h) + 1.
 _OVERTAKE_CASES = ((12, 2.0), (6, 1.5), (20, 0.75), (8, 3.0))
 
 # Exercise 6.3: attention rows with masked keys, on which the learner's entropy is evaluated.
@@ -43,7 +43,7 @@ def check_slopes(answer):
     h = np.arange(1, _N_HEADS + 1)  # heads counted from 1
     hints = [
         (2.0 ** (-8.0 * h / _N_HEADS),
-         "a_h = 2^(-8h/H) is the rule for H a power of two only; for 6 heads take the 4-head slopes, "
+         "mu_h = 2^(-8h/H) is the rule for H a power of two only; for 6 heads take the 4-head slopes, "
          "then every other slope of the 8-head sequence"),
         (alibi_slopes(8)[:_N_HEADS],
          "the first 6 slopes of the 8-head sequence stop at 2^-6 and miss the steep heads; start "
@@ -76,9 +76,9 @@ def check_bias_row(answer):
     bloom = slope * keys
     hints = [
         (np.where(keys > _QUERY, -np.inf, bloom),
-         "that is BLOOM's +a_h n: the same weights after a causal softmax, but the paper's bias "
-         "is -a_h (m - n), zero at the query itself"),
-        (bloom, "that is BLOOM's +a_h n without the mask; the paper's bias is -a_h (m - n), and "
+         "that is BLOOM's +mu_h n: the same weights after a causal softmax, but the paper's bias "
+         "is -mu_h (m - n), zero at the query itself"),
+        (bloom, "that is BLOOM's +mu_h n without the mask; the paper's bias is -mu_h (m - n), and "
                 "the future key gets -inf"),
         (-expected, "the bias is a penalty: past keys get negative values, growing with distance"),
         (alibi_bias(8, _N_KEYS, causal=False)[0, _QUERY],
@@ -112,8 +112,8 @@ def check_overtake_distance(func):
     ``h - 1``), the smallest whole distance ``Delta`` at which a key whose content score beats the
     query's own key by ``gap`` gets LESS attention weight than that own key.
 
-    The key at distance ``Delta`` has the score ``gap - a_h Delta`` relative to the own key, so it
-    gets less weight when ``a_h Delta > gap``: ``Delta_h = floor(gap / a_h) + 1``, with ``a_h``
+    The key at distance ``Delta`` has the score ``gap - mu_h Delta`` relative to the own key, so it
+    gets less weight when ``mu_h Delta > gap``: ``Delta_h = floor(gap / mu_h) + 1``, with ``mu_h``
     the reference code's slopes (:func:`course_utils.alibi.alibi_slopes`, compared with BLOOM's ``build_alibi_tensor``
     in notebook 06). Checked on head counts 12, 6, 20 and 8 (``_OVERTAKE_CASES``); a float32 or
     torch answer passes (the values are whole numbers, compared within 1e-6).
@@ -125,13 +125,13 @@ def check_overtake_distance(func):
     expected = concat(lambda n, gap: np.floor(gap / alibi_slopes(n)) + 1)
     hints = [
         (concat(lambda n, gap: np.ceil(gap / alibi_slopes(n))),
-         "at Delta = gap / a_h exactly the two keys tie (equal weights); the key gets LESS weight "
-         "only past that: the smallest whole t with a_h t > gap is floor(gap / a_h) + 1"),
+         "at Delta = gap / mu_h exactly the two keys tie (equal weights); the key gets LESS weight "
+         "only past that: the smallest whole t with mu_h t > gap is floor(gap / mu_h) + 1"),
         (concat(lambda n, gap: np.floor(gap / alibi_slopes(n))),
          "that is the last distance at which the key still wins or ties; one more step is "
-         "needed: floor(gap / a_h) + 1"),
+         "needed: floor(gap / mu_h) + 1"),
         (concat(lambda n, gap: gap / alibi_slopes(n)),
-         "give whole distances: the smallest integer t with a_h t > gap"),
+         "give whole distances: the smallest integer t with mu_h t > gap"),
         (concat(lambda n, gap: np.floor(gap / _paper_rule(n)) + 1),
          "right for 8 heads only: for a head count that is not a power of two the slopes are "
          "not 2^(-8h/H); take the slopes of the largest power of two c below H, then every other "
@@ -140,11 +140,11 @@ def check_overtake_distance(func):
          "right distances in the wrong head order: the reference code appends the extra slopes "
          "after the c power-of-two ones, it does not sort them"),
         (concat(lambda n, gap: np.floor(gap * alibi_slopes(n)) + 1),
-         "the bias is a_h per token of distance, so the gap is used up after gap / a_h tokens, "
-         "not gap * a_h"),
+         "the bias is mu_h per token of distance, so the gap is used up after gap / mu_h tokens, "
+         "not gap * mu_h"),
         (concat(lambda n, gap: np.floor(np.log(2) * gap / alibi_slopes(n)) + 1),
          "compare scores, not weights in bits: the weights are exp(score), so the far key loses "
-         "exactly when its score gap - a_h t is below 0"),
+         "exactly when its score gap - mu_h t is below 0"),
     ]
 
     def compute():

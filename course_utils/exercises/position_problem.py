@@ -131,7 +131,7 @@ def check_causal_swap(answer, *, n_tokens=6, i=2, j=4):
 
 
 # Exercise 1.4: several (positions, BOS score) configurations, out of order and with repeats, so
-# that an answer tuned to one case (or one that ignores beta) cannot pass.
+# that an answer tuned to one case (or one that ignores ell) cannot pass.
 _BOS_CASES = (
     ((0, 1, 5, 31, 1000, 4095), 0.75),
     ((3, 3, 700, 12, 1), 2.5),
@@ -141,16 +141,16 @@ _BEST_CASES = ((1, 2, 10, 100, 1000, 4095), (7, 3, 64, 3, 500))
 
 
 def _bos_cases():
-    return [(np.asarray(p, dtype=np.float64), float(beta)) for p, beta in _BOS_CASES]
+    return [(np.asarray(p, dtype=np.float64), float(ell)) for p, ell in _BOS_CASES]
 
 
 def check_bos_output(stub):
-    """Exercise 1.4 (a): the output ``o_p(beta)`` of uniform attention with a BOS bonus.
+    """Exercise 1.4 (a): the output ``o_p(ell)`` of uniform attention with a BOS bonus.
 
-    The query at position ``p`` sees the BOS key (score ``beta``) and ``p`` other keys (score 0);
+    The query at position ``p`` sees the BOS key (score ``ell``) and ``p`` other keys (score 0);
     only the BOS value carries the flag 1. The softmax gives the BOS key the weight
-    ``e^beta / (e^beta + p)``, which is the output. ``stub(p, beta)`` receives an array of
-    positions and a number, and is tried on three configurations (two positive betas, one negative).
+    ``e^ell / (e^ell + p)``, which is the output. ``stub(p, ell)`` receives an array of
+    positions and a number, and is tried on three configurations (two positive scores, one negative).
     """
     cases = _bos_cases()
     expected = np.concatenate([np.exp(b) / (np.exp(b) + p) for p, b in cases])
@@ -164,30 +164,30 @@ def check_bos_output(stub):
 
     hints = [
         (wrong(lambda p, b: 1.0 / (p + 1.0)),
-         "that is the output for beta = 0 only: the BOS key's score beta changes its softmax "
-         "weight, so the answer must depend on beta"),
+         "that is the output for ell = 0 only: the BOS key's score ell changes its softmax "
+         "weight, so the answer must depend on ell"),
         (wrong(lambda p, b: np.exp(b) / (np.exp(b) + p + 1.0)),
          "off by one: the query at p sees p + 1 keys, the BOS key and p others, so the "
-         "denominator is e^beta + p"),
+         "denominator is e^ell + p"),
         (wrong(lambda p, b: b / (b + p)),
-         "a softmax weight uses e^score, not the score: the BOS key's weight is e^beta over "
+         "a softmax weight uses e^score, not the score: the BOS key's weight is e^ell over "
          "the sum of e^score over the visible keys"),
         (wrong(lambda p, b: np.exp(-b) / (np.exp(-b) + p)),
-         "the sign of beta is reversed: a larger BOS score gives the BOS key more weight"),
+         "the sign of ell is reversed: a larger BOS score gives the BOS key more weight"),
         (wrong(lambda p, b: np.exp(b) / (p + 1.0)),
-         "the weights must sum to 1: divide e^beta by e^beta + p, the sum over all visible "
+         "the weights must sum to 1: divide e^ell by e^ell + p, the sum over all visible "
          "keys, not by the number of keys"),
     ]
-    return grade_by_precision("Exercise 1.4 (a): the output with a BOS score beta", compute,
+    return grade_by_precision("Exercise 1.4 (a): the output with a BOS score ell", compute,
                               expected, hints=hints, tol64=(1e-9, 1e-12), tol32=(1e-5, 1e-7))
 
 
 def check_best_bos_score(stub):
     """Exercise 1.4 (b): the BOS score that best separates positions ``p`` and ``p + 1``.
 
-    With ``c = e^beta`` the gap is ``o_p - o_{p+1} = c / ((c + p)(c + p + 1))``; setting its
-    derivative in ``c`` to zero gives ``c^2 = p (p + 1)``, so ``beta* = ln(p (p + 1)) / 2``
-    (positions ``p >= 1``; at ``p = 0`` the gap grows without bound as ``beta -> -infinity``).
+    With ``z = e^ell`` the gap is ``o_p - o_{p+1} = z / ((z + p)(z + p + 1))``; setting its
+    derivative in ``z`` to zero gives ``z^2 = p (p + 1)``, so ``ell* = ln(p (p + 1)) / 2``
+    (positions ``p >= 1``; at ``p = 0`` the gap grows without bound as ``ell -> -infinity``).
     ``stub(p)`` receives an array of positions and is tried on two of them.
     """
     cases = [np.asarray(p, dtype=np.float64) for p in _BEST_CASES]
@@ -202,22 +202,22 @@ def check_best_bos_score(stub):
 
     hints = [
         (wrong(lambda p: np.zeros_like(p)),
-         "beta = 0 is the plain count of the chapter, not the best score: write the gap "
-         "o_p - o_(p+1) as a function of c = e^beta and set its derivative to zero"),
+         "ell = 0 is the plain count of the chapter, not the best score: write the gap "
+         "o_p - o_(p+1) as a function of z = e^ell and set its derivative to zero"),
         (wrong(lambda p: np.log(p * (p + 1.0))),
-         "the optimum is c^2 = p (p + 1) with c = e^beta, so beta is half of ln(p (p + 1))"),
+         "the optimum is z^2 = p (p + 1) with z = e^ell, so ell is half of ln(p (p + 1))"),
         (wrong(lambda p: 0.5 * np.log((p + 1.0) * (p + 2.0))),
-         "this is the optimum for the denominator e^beta + p + 1: the query at p sees p keys "
-         "besides the BOS key, so o_p = e^beta / (e^beta + p)"),
+         "this is the optimum for the denominator e^ell + p + 1: the query at p sees p keys "
+         "besides the BOS key, so o_p = e^ell / (e^ell + p)"),
         (wrong(lambda p: np.log(p)),
-         "close, but not the optimum: c = p balances only one factor of the denominator; "
-         "the derivative of c / ((c + p)(c + p + 1)) vanishes at c^2 = p (p + 1)"),
+         "close, but not the optimum: z = p balances only one factor of the denominator; "
+         "the derivative of z / ((z + p)(z + p + 1)) vanishes at z^2 = p (p + 1)"),
         (wrong(lambda p: np.log(p + 1.0)),
-         "close, but not the optimum: the derivative of c / ((c + p)(c + p + 1)) vanishes at "
-         "c^2 = p (p + 1), between p and p + 1"),
+         "close, but not the optimum: the derivative of z / ((z + p)(z + p + 1)) vanishes at "
+         "z^2 = p (p + 1), between p and p + 1"),
         (wrong(lambda p: np.log(p + 0.5)),
          "close (the arithmetic mean of p and p + 1), but the optimum is the geometric mean: "
-         "c^2 = p (p + 1)"),
+         "z^2 = p (p + 1)"),
     ]
     return grade_by_precision("Exercise 1.4 (b): the BOS score that best separates p and p + 1",
                               compute, expected, hints=hints, tol64=(1e-9, 1e-12),

@@ -105,7 +105,7 @@ def _shift_cases():
 
 
 def check_shift_encoding(stub):
-    """Exercise 2.2: ``stub(x, r, d_model)`` must return ``M_r x``: each (sin, cos) pair of ``x``
+    """Exercise 2.2: ``stub(x, r, d_model)`` must return ``T_r x``: each (sin, cos) pair of ``x``
     (interleaved layout, channels ``2i`` and ``2i + 1``) rotated by the angle ``r theta_i``.
 
     For an encoding ``x = PE[p]`` that is ``PE[p + r]``. The checker uses three widths

@@ -16,7 +16,7 @@ def _alibi(attention_mask, num_heads):
 
 def record_alibi_bloom_slopes():
     """The slope of every head for 1 to 64 heads: BLOOM's bias for a two-token input is
-    ``+a_h n``, so its value at key n = 1 is the slope a_h. ``slopes_<H>`` holds heads 1 .. H."""
+    ``+mu_h n``, so its value at key n = 1 is the slope mu_h. ``slopes_<H>`` holds heads 1 .. H."""
     outputs = {f"slopes_{n}": _alibi([[1, 1]], n)[:, 0, 1] for n in range(1, 65)}
     return FUNCTION, SOURCE, {"attention_mask": [[1, 1]], "num_heads": "1 .. 64",
                               "dtype": "float32"}, outputs
