@@ -9,7 +9,9 @@ Every ``check_close``/``check_true`` call in a notebook must pass ``witness="<ki
 - the code: every call to ``check_close``/``check_true`` must have a ``witness=`` argument;
 - the committed outputs: every ``PASS`` line the checks printed, with the ``[kind: detail]`` tag
   after it (nbval re-runs the notebooks and compares these outputs, so they are what the code
-  prints). A check inside a loop prints one line per pass, and each line is counted.
+  prints). A check inside a loop prints one line per pass, and each line is counted; the column
+  ``calls`` counts the ``check_close``/``check_true`` calls in the code, so that the two can be
+  compared (more lines than calls: a loop; fewer: a call in a function called once per case).
 
 Two other kinds of ``PASS`` line are counted apart: exercise verdicts (``PASS  Exercise N.M``),
 which grade a learner's answer, and ``check_raises`` lines (``[raises <Error>]``), whose evidence is
@@ -40,6 +42,19 @@ def _code_cells(nb: dict) -> list[tuple[int, dict]]:
 def _source(cell: dict) -> str:
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
+
+
+def check_calls(nb: dict) -> int:
+    """How many ``check_close``/``check_true`` calls the notebook's code contains."""
+    count = 0
+    for _, cell in _code_cells(nb):
+        try:
+            tree = ast.parse(_source(cell))
+        except SyntaxError:
+            continue
+        count += sum(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                     and node.func.id in CHECKS for node in ast.walk(tree))
+    return count
 
 
 def calls_without_witness(nb: dict) -> list[str]:
@@ -100,10 +115,10 @@ def report(paths: list[pathlib.Path], listing: bool = False) -> int:
     """Print the table (and with ``listing`` every check); return how many problems were found."""
     columns = list(WITNESS_KINDS) + ["none"]
     short = {"brute force": "brute", "closed form": "closed", "invariant": "invar"}
-    header = (f"{'notebook':34s} {'checks':>6s} " + " ".join(f"{short.get(c, c):>7s}" for c in columns)
+    header = (f"{'notebook':34s} {'checks':>6s} {'calls':>6s} " + " ".join(f"{short.get(c, c):>7s}" for c in columns)
               + f" {'raises':>6s} {'exerc.':>6s}")
     print(header)
-    problems, totals = [], dict.fromkeys(columns + ["checks", "raises", "exercise"], 0)
+    problems, totals = [], dict.fromkeys(columns + ["checks", "calls", "raises", "exercise"], 0)
     listed = []
     for path in paths:
         nb = json.loads(path.read_text())
@@ -118,13 +133,15 @@ def report(paths: list[pathlib.Path], listing: bool = False) -> int:
                 listed.append(f"{path.name[:2]} c{item['cell']:<3d} {item['kind']:11s} "
                               f"{item['name'][:60]}  <- {item['detail']}")
         problems += [f"{path.name}: {m}" for m in calls_without_witness(nb)]
-        n_checks = sum(counts[c] for c in columns)
-        print(f"{path.name:34s} {n_checks:6d} " + " ".join(f"{counts[c]:7d}" for c in columns)
+        n_checks, n_calls = sum(counts[c] for c in columns), check_calls(nb)
+        print(f"{path.name:34s} {n_checks:6d} {n_calls:6d} " + " ".join(f"{counts[c]:7d}" for c in columns)
               + f" {counts['raises']:6d} {counts['exercise']:6d}")
         for c in columns + ["raises", "exercise"]:
             totals[c] += counts[c]
         totals["checks"] += n_checks
-    print(f"{'all notebooks':34s} {totals['checks']:6d} " + " ".join(f"{totals[c]:7d}" for c in columns)
+        totals["calls"] += n_calls
+    print(f"{'all notebooks':34s} {totals['checks']:6d} {totals['calls']:6d} "
+          + " ".join(f"{totals[c]:7d}" for c in columns)
           + f" {totals['raises']:6d} {totals['exercise']:6d}")
     if listed:
         print()
