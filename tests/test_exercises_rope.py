@@ -90,7 +90,7 @@ def test_bfloat16_spacing(capsys):
     assert check_bfloat16_spacing(32) is False
     assert "float16" in printed(capsys)
     assert check_bfloat16_spacing(512) is False
-    assert "k = 15" in printed(capsys)
+    assert "j = 15" in printed(capsys)
 
 
 def test_bfloat16_spacing_agrees_with_torch(torch):

@@ -141,7 +141,7 @@ def test_validation(call, error, match):
 
 
 def test_bfloat16_known_values():
-    # bfloat16 keeps 8 significant bits: pi = 0x4049 = 1.5703125 * 2; spacing 2^(k-7) near 2^k.
+    # bfloat16 keeps 8 significant bits: pi = 0x4049 = 1.5703125 * 2; spacing 2^(j-7) near 2^j.
     x = [np.pi, 8193.0, 8223.0, 8225.0, 65536.0 + 256, 65536.0 + 257, 1 + 2.0**-8, 1 + 3 * 2.0**-8]
     expected = [3.140625, 8192.0, 8192.0, 8256.0, 65536.0, 65536.0 + 512, 1.0, 1 + 2.0**-6]
     out = round_to_bfloat16(x)

@@ -23,7 +23,7 @@ __all__ = ["check_slopes", "check_bias_row", "check_entropy_function", "check_ov
 # Exercise 6.1: the slopes of a model with six heads.
 _N_HEADS = 6
 
-# Exercise 6.2: head 1 of 8 (slope a_1 = 1/2, row 0 of the arrays), the query at position 4,
+# Exercise 6.2: head 1 of 8 (slope mu_1 = 1/2, row 0 of the arrays), the query at position 4,
 # keys 0 .. 5.
 _QUERY, _N_KEYS = 4, 6
 
@@ -59,7 +59,7 @@ def check_slopes(answer):
         (np.concatenate([alibi_slopes(4), alibi_slopes(8)[:2]]),
          "the extra two are every other 8-head slope (2^-1, 2^-3), not the first two"),
         (2.0 ** (-8.0 * (h - 1) / _N_HEADS),
-         "h starts at 1: the steepest slope is a_1 = 2^(-8/H), never 2^0 = 1"),
+         "h starts at 1: the steepest slope is mu_1 = 2^(-8/H), never 2^0 = 1"),
     ]
     return grade("Exercise 6.1: ALiBi slopes for 6 heads",
                  lambda: as_float64(answer_of(answer)), expected, hints=hints,
@@ -67,7 +67,7 @@ def check_slopes(answer):
 
 
 def check_bias_row(answer):
-    """Exercise 6.2: the paper's causal bias of head 1 of 8 (slope ``a_1 = 1/2``) for the query at
+    """Exercise 6.2: the paper's causal bias of head 1 of 8 (slope ``mu_1 = 1/2``) for the query at
     position ``m = 4`` over the keys ``n = 0 .. 5``, with ``-inf`` for the future key."""
     full = alibi_bias(8, _N_KEYS)
     expected = full[0, _QUERY]  # head 1 is row 0
@@ -95,7 +95,7 @@ def check_bias_row(answer):
          "see it"),
         (np.where(keys >= _QUERY, -np.inf, expected),
          "the query sees its own key: only n > 4 gets -inf, and n = 4 gets a bias of 0"),
-        (2 * expected, "the slope of head 1 of 8 is a_1 = 2^-1 = 1/2, so the bias is "
+        (2 * expected, "the slope of head 1 of 8 is mu_1 = 2^-1 = 1/2, so the bias is "
                        "-(m - n)/2"),
     ]
     return grade("Exercise 6.2: one row of ALiBi's causal bias",
@@ -126,25 +126,25 @@ def check_overtake_distance(func):
     hints = [
         (concat(lambda n, gap: np.ceil(gap / alibi_slopes(n))),
          "at Delta = gap / mu_h exactly the two keys tie (equal weights); the key gets LESS weight "
-         "only past that: the smallest whole t with mu_h t > gap is floor(gap / mu_h) + 1"),
+         "only past that: the smallest whole Delta with mu_h Delta > gap is floor(gap / mu_h) + 1"),
         (concat(lambda n, gap: np.floor(gap / alibi_slopes(n))),
          "that is the last distance at which the key still wins or ties; one more step is "
          "needed: floor(gap / mu_h) + 1"),
         (concat(lambda n, gap: gap / alibi_slopes(n)),
-         "give whole distances: the smallest integer t with mu_h t > gap"),
+         "give whole distances: the smallest whole Delta with mu_h Delta > gap"),
         (concat(lambda n, gap: np.floor(gap / _paper_rule(n)) + 1),
          "right for 8 heads only: for a head count that is not a power of two the slopes are "
-         "not 2^(-8h/H); take the slopes of the largest power of two c below H, then every other "
-         "slope of the 2c-head sequence"),
+         "not 2^(-8h/H); take the slopes of the largest power of two not above H (H_hat), then "
+         "every other slope of the (2 H_hat)-head sequence"),
         (concat(lambda n, gap: np.floor(gap / np.sort(alibi_slopes(n))[::-1]) + 1),
          "right distances in the wrong head order: the reference code appends the extra slopes "
-         "after the c power-of-two ones, it does not sort them"),
+         "after the H_hat power-of-two ones, it does not sort them"),
         (concat(lambda n, gap: np.floor(gap * alibi_slopes(n)) + 1),
          "the bias is mu_h per token of distance, so the gap is used up after gap / mu_h tokens, "
          "not gap * mu_h"),
         (concat(lambda n, gap: np.floor(np.log(2) * gap / alibi_slopes(n)) + 1),
          "compare scores, not weights in bits: the weights are exp(score), so the far key loses "
-         "exactly when its score gap - mu_h t is below 0"),
+         "exactly when its score gap - mu_h Delta is below 0"),
     ]
 
     def compute():

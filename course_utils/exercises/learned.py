@@ -177,8 +177,8 @@ def _half_pixel(j, old_len, new_len):  # align_corners=False, clamped as torch c
 def check_stretched_norms(stub):
     """Exercise 3.4 (a): the norm of each stretched row, for orthogonal old rows of equal norm.
 
-    New row ``j`` reads the old table at ``c_j = j (L - 1) / (L' - 1)``; with ``f = c_j -
-    floor(c_j)`` it is ``(1 - f) P[a] + f P[a + 1]``, and for orthogonal rows of norm ``nu`` its
+    New row ``j`` reads the old table at ``c_j = j (L - 1) / (L' - 1)``; with ``l = floor(c_j)``
+    and ``f = c_j - l`` it is ``(1 - f) P[l] + f P[l + 1]``, and for orthogonal rows of norm ``nu`` its
     norm is ``nu sqrt((1 - f)^2 + f^2)``. ``stub(old_len, new_len)`` returns the ratios (shape
     ``(new_len,)``); it is tried on five stretches, one of them a shrink.
     """
@@ -204,12 +204,12 @@ def check_stretched_norms(stub):
         (wrong(squared), "that is the squared norm: for orthogonal rows the squares of the "
                          "weights add, (1 - f)^2 + f^2; take its square root"),
         (wrong(by_weights), "the weights sum to 1, but the rows are orthogonal, not parallel: "
-                            "the norm of (1 - f) P[a] + f P[a + 1] is nu sqrt((1 - f)^2 + f^2)"),
+                            "the norm of (1 - f) P[l] + f P[l + 1] is nu sqrt((1 - f)^2 + f^2)"),
         (wrong(lambda o, n: _stretched_norms(o, n, _by_lengths)),
          "the stretch maps the first row to the first and the last to the last: new row j reads "
          "old position j (L - 1) / (L' - 1), gaps over gaps, not j L / L'"),
         (wrong(lambda o, n: _stretched_norms(o, n, _half_pixel)),
-         "that is the align_corners=False placement of ViT's call; resized() maps the first and "
+         "that is the align_corners=False placement of transformers' ViT; resized() maps the first and "
          "last rows onto each other, c_j = j (L - 1) / (L' - 1)"),
         (wrong(lambda o, n: np.abs(1.0 - 2.0 * (_aligned_corners(np.arange(n, dtype=float), o, n)
                                                  % 1.0))),

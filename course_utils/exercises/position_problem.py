@@ -27,7 +27,7 @@ def _order(order):
 def check_permutation_matrix(answer, order):
     """Exercise 1.1: the permutation matrix ``P`` with ``P @ X == X[order]``.
 
-    Row ``r`` of ``P @ X`` is row ``order[r]`` of ``X``, so ``P[r, order[r]] = 1`` and every other
+    Row ``j`` of ``P @ X`` is row ``order[j]`` of ``X``, so ``P[j, order[j]] = 1`` and every other
     entry is 0: ``P = I[order]``.
 
     Parameters
@@ -38,15 +38,15 @@ def check_permutation_matrix(answer, order):
     order = _order(order)
     expected = np.eye(order.size)[order]
     hints = [
-        (expected.T, "this matrix undoes the shuffle (it is the inverse, P transposed): row r of "
-                     "P @ X must be row order[r] of X, so put the 1 of row r in column order[r]"),
-        (np.eye(order.size), "the identity leaves X in its original order; row r needs its 1 in "
-                             "column order[r]"),
-        (np.eye(order.size)[order[::-1]], "the rows are in reverse: row r of P takes its 1 from "
-                                          "order[r], read order from the start"),
-        (np.roll(expected, 1, axis=1), "each 1 is one column too far right: use order[r] as "
+        (expected.T, "this matrix undoes the shuffle (it is the inverse, P transposed): row j of "
+                     "P @ X must be row order[j] of X, so put the 1 of row j in column order[j]"),
+        (np.eye(order.size), "the identity leaves X in its original order; row j needs its 1 in "
+                             "column order[j]"),
+        (np.eye(order.size)[order[::-1]], "the rows are in reverse: row j of P takes its 1 from "
+                                          "order[j], read order from the start"),
+        (np.roll(expected, 1, axis=1), "each 1 is one column too far right: use order[j] as "
                                        "the column index directly (indices start at 0)"),
-        (np.roll(expected, -1, axis=1), "each 1 is one column too far left: use order[r] as "
+        (np.roll(expected, -1, axis=1), "each 1 is one column too far left: use order[j] as "
                                         "the column index directly (indices start at 0)"),
     ]
     return grade("Exercise 1.1: the permutation matrix of a shuffle", lambda: answer_of(answer),

@@ -61,8 +61,8 @@ def check_offset_bucket(answer):
 
 
 def _first_distance_in_last_bucket(half, max_distance):
-    """Smallest distance ``n`` with ``max_exact + ln(n/max_exact)/ln(max_distance/max_exact)
-    * (half - max_exact) >= half - 1``, ``max_exact = half // 2``, solved for ``n`` (T5's
+    """Smallest distance ``Delta`` with ``max_exact + ln(Delta/max_exact)/ln(max_distance/max_exact)
+    * (half - max_exact) >= half - 1``, ``max_exact = half // 2``, solved for ``Delta`` (T5's
     formula, Raffel et al. 2020)."""
     max_exact = half // 2
     return math.ceil(max_exact * (max_distance / max_exact)
@@ -147,15 +147,15 @@ def check_saturation_distance(func):
          "a bidirectional layer has only half the buckets per side: G' = num_buckets // 2 "
          "when bidirectional is True"),
         (per_case(lambda b, d, bi: _first_distance_in_last_bucket(b // 2, d)),
-         "a causal (decoder) layer spends all its buckets on the past: B' = num_buckets when "
+         "a causal (decoder) layer spends all its buckets on the past: G' = num_buckets when "
          "bidirectional is False"),
         (per_case(lambda b, d, bi: _half(b, bi) - 1),
          "that is the index of the last bucket; the question asks for the distance where it "
          "starts"),
         (per_case(lambda b, d, bi: math.ceil(_half(b, bi) // 2 * (d / (_half(b, bi) // 2))
                                              ** ((_half(b, bi) - 1) / _half(b, bi)))),
-         "the logarithmic buckets are the B' - n_e buckets after the n_e exact ones: the "
-         "exponent is (B' - 1 - n_e) / (B' - n_e)"),
+         "the logarithmic buckets are the G' - n_e buckets after the n_e exact ones: the "
+         "exponent is (G' - 1 - n_e) / (G' - n_e)"),
         (np.full(len(cases), 91.0),
          "91 is T5's encoder only; the answer depends on num_buckets, max_distance and "
          "bidirectional"),

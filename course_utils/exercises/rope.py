@@ -129,18 +129,18 @@ def check_half_layout_weight(func):
 def check_bfloat16_spacing(answer):
     """Exercise 5.3: the gap between consecutive bfloat16 numbers near position 40000.
 
-    A format with ``p`` significant bits spaces numbers in ``[2^k, 2^(k+1))`` by ``2^(k - p + 1)``;
-    bfloat16 has ``p = 8`` (7 stored bits plus the implicit leading 1).
+    A format with ``n_bit`` significant bits spaces numbers in ``[2^j, 2^(j+1))`` by
+    ``2^(j - n_bit + 1)``; bfloat16 has ``n_bit = 8`` (7 stored bits plus the implicit leading 1).
     """
-    k = math.floor(math.log2(_NEAR))
-    expected = 2.0 ** (k - 8 + 1)
+    j = math.floor(math.log2(_NEAR))
+    expected = 2.0 ** (j - 8 + 1)
     hints = [
-        (2.0 ** (k - 8), "bfloat16 stores 7 mantissa bits; with the implicit leading 1 that makes "
-                         "8 significant bits, so the gap is 2^(k-7)"),
-        (2.0 ** (k - 11 + 1), "that is float16's gap (11 significant bits); bfloat16 has only 8"),
-        (2.0 ** (k - 24 + 1), "that is float32's gap (24 significant bits); bfloat16 has only 8"),
-        (2.0 ** (k + 1 - 8 + 1), "40000 lies in [2^15, 2^16): use k = 15"),
-        (2.0 ** (-8 + 1), "that is the relative gap 2^(1-p); near 40000 multiply it by 2^15, the "
+        (2.0 ** (j - 8), "bfloat16 stores 7 mantissa bits; with the implicit leading 1 that makes "
+                         "8 significant bits, so the gap is 2^(j-7)"),
+        (2.0 ** (j - 11 + 1), "that is float16's gap (11 significant bits); bfloat16 has only 8"),
+        (2.0 ** (j - 24 + 1), "that is float32's gap (24 significant bits); bfloat16 has only 8"),
+        (2.0 ** (j + 1 - 8 + 1), "40000 lies in [2^15, 2^16): use j = 15"),
+        (2.0 ** (-8 + 1), "that is the relative gap 2^(1-n_bit); near 40000 multiply it by 2^15, the "
                           "power of two at or below 40000"),
     ]
     return grade("Exercise 5.3: bfloat16 spacing near position 40000",

@@ -124,7 +124,7 @@ def check_shift_encoding(stub):
         return np.concatenate([_rotate(x, r, d, **kw) for x, r, d in cases])
 
     hints = [
-        (wrong(sign=-1.0), "that is M_(-r): the rotation goes the wrong way (flip the sign of the "
+        (wrong(sign=-1.0), "that is T_(-r): the rotation goes the wrong way (flip the sign of the "
                            "angle; sin(a + b) = sin a cos b + cos a sin b)"),
         (np.concatenate([x for x, _, _ in cases]),
          "the vector came back unchanged: rotate pair i by the angle r * theta_i"),
