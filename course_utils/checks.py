@@ -61,7 +61,7 @@ def parse_witness(witness: object) -> tuple[str, str]:
         raise ValueError(
             f"witness must start with one of {', '.join(WITNESS_KINDS)} and a colon, got "
             f"{witness!r:.80} ({example})")
-    if len(detail) < 3:
+    if len(detail) < 10:  # a word or two says nothing a reader can look up
         raise ValueError(f"witness {witness!r} names its kind but not what it is: add which "
                          f"equation, config, function, route or property ({example})")
     return kind, detail

@@ -106,6 +106,7 @@ def test_every_witness_kind_is_printed_after_the_name(capsys, kind):
     ("tautology: x == x", ValueError, "must start with one of paper"),
     ("paper:", ValueError, "names its kind but not what it is"),
     ("paper:  ", ValueError, "names its kind but not what it is"),
+    ("paper: abc", ValueError, "names its kind but not what it is"),
 ])
 def test_a_check_without_a_proper_witness_is_refused_before_it_runs(capsys, witness, error, match):
     for call in (lambda: check_true(True, name="claim", witness=witness),

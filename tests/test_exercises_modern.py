@@ -128,6 +128,7 @@ def test_deepseek_yarn_scales(capsys, torch):
         "square root": lambda s, m, ma, w: (_yarn_scales(s, m, ma, w)[0],
                                             _yarn_scales(s, m, ma, w)[1] / w ** 0.5),
         "order": lambda *a: _yarn_scales(*a)[::-1],
+        "ignores mscale": lambda s, m, ma, w: (_mscale(s, m or 1.0), _yarn_scales(s, m, ma, w)[1]),
     }
     for needle, answer in wrong.items():
         assert check_deepseek_yarn_scales(answer) is False

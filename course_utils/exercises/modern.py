@@ -154,7 +154,8 @@ def check_attn_scales(func):
 # config leaves out. The first is DeepSeek-V3's config.json (rope_scaling) with its 128 + 64
 # query-key channels.
 _YARN_CONFIGS = [(40.0, 1.0, 1.0, 192), (40.0, 0.707, 0.707, 192), (4.0, 1.0, 0.0, 192),
-                 (16.0, 1.0, 0.5, 96), (32.0, 0.0, 0.0, 128), (1.0, 1.0, 1.0, 192)]
+                 (16.0, 1.0, 0.5, 96), (32.0, 0.0, 0.0, 128), (1.0, 1.0, 1.0, 192),
+                 (8.0, 0.707, 0.0, 192)]
 
 
 def _yarn_pairs(make):
@@ -189,6 +190,9 @@ def check_deepseek_yarn_scales(func):
         (_yarn_pairs(lambda s, m, m_all, w: (_mscale(s), right(s, m, m_all, w)[1])),
          "cos and sin: when both mscale and mscale_all_dim are set, _compute_yarn_parameters "
          "uses the ratio mscale(s, mscale) / mscale(s, mscale_all_dim), not 0.1 ln s + 1"),
+        (_yarn_pairs(lambda s, m, m_all, w: (_mscale(s, m or 1.0), right(s, m, m_all, w)[1])),
+         "cos and sin: with mscale_all_dim unset, _compute_yarn_parameters ignores mscale and "
+         "takes 0.1 ln s + 1; mscale counts only in the ratio, when both fields are set"),
         (_yarn_pairs(lambda s, m, m_all, w: (right(s, m, m_all, w)[0],
                                              w ** -0.5 * (_mscale(s, m_all) if m_all else 1.0))),
          "the softmax scale: yarn_apply_mscale multiplies it by mscale(s, mscale_all_dim) "
