@@ -77,10 +77,10 @@ def check_softmax_backward(func):
     hints = [
         (weights * dweights,
          "that keeps only the direct path; every score also changes every weight through the "
-         "normaliser sum_j exp(e_j), which subtracts sum_j a_j dA_j"),
+         "normaliser sum_j exp(e_j), which subtracts sum_n' a_n' dA_n'"),
         (weights * (1 - weights) * dweights,
          "that is only the diagonal of the Jacobian (da_j/de_j); the off-diagonal terms "
-         "-a_i a_j matter too"),
+         "-a_n a_n' matter too"),
         (dweights - np.sum(weights * dweights, axis=-1, keepdims=True),
          "almost: multiply by the weights a_i as well"),
     ]
@@ -190,5 +190,5 @@ def check_base_interval(func):
         answers = [answer_of(func, *s) for s in settings]
         return flatten_answers(answers, [(2,)] * len(settings))
 
-    return grade_by_precision("Exercise 9.4: the bases at which k pairs turn", compute,
+    return grade_by_precision("Exercise 9.4: the bases at which n_turn pairs turn", compute,
                               expected, hints=hints, tol64=(1e-7, 0.0), tol32=(1e-5, 0.0))

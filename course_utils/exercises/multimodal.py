@@ -54,7 +54,8 @@ def _collect(func, configs, shape_of):
 def check_text_image_ids(func):
     """Exercise 10.1: Qwen2-VL position ids of ``n_before`` text tokens, one image, ``n_after`` text tokens.
 
-    ``func(n_before, h, w, n_after)`` gets the image's grid after merging (``h x w`` tokens) and
+    ``func(n_before, h, w, n_after)`` gets the image's grid after merging, ``N_row x N_col``
+    tokens (``h`` rows, ``w`` columns), and
     returns the ``(3, n_before + h*w + n_after)`` ids (temporal, height, width).
     """
     expected = np.concatenate([
@@ -95,7 +96,7 @@ def check_channel_axes(func):
     """Exercise 10.2: which position id (0, 1, 2) rotates each of the ``head_dim`` channels in Qwen2-VL.
 
     ``func(head_dim, mrope_section)`` returns ``head_dim`` integers. ``mrope_section`` counts rotary
-    pairs and the layout is Hugging Face's half layout (channel ``c`` pairs with ``c + head_dim/2``).
+    pairs and the layout is Hugging Face's half layout (channel ``l`` pairs with ``l + head_dim/2``).
     """
     def tiled(make):
         return np.concatenate([make(d, s) for d, s in _SPLITS]).astype(np.float64)
@@ -103,7 +104,7 @@ def check_channel_axes(func):
     expected = tiled(lambda d, s: np.tile(mrope_pair_axes(d, s), 2))
     hints = [
         (tiled(lambda d, s: np.repeat(mrope_pair_axes(d, s), 2)),
-         "mrope_section counts pairs, and Qwen2-VL pairs channel c with channel c + head_dim/2 "
+         "mrope_section counts pairs, and Qwen2-VL pairs channel l with channel l + head_dim/2 "
          "(half layout), not with its neighbour: the head_dim/2 pair axes appear twice, as a "
          "block"),
         (tiled(lambda d, s: np.tile(_interleaved_pairs(d, s), 2)),
@@ -169,7 +170,7 @@ def check_resize_14_to_24(func):
         (by_matrix(_matrix_variant(_OLD, _NEW, kind="bilinear")),
          "that is bilinear interpolation; ViT's interpolate_pos_encoding is bicubic"),
         (by_matrix(bicubic_weights(_OLD, _NEW, a=-0.5)),
-         "that is the cubic kernel with a = -0.5; torch's bicubic uses a = -0.75"),
+         "that is the cubic kernel with kappa = -0.5; torch's bicubic uses kappa = -0.75"),
         (by_matrix(_matrix_variant(_OLD, _NEW, kind="zero_padding")),
          "near the border a tap falls outside the grid: torch repeats the edge row or column "
          "(clamps the index) instead of reading zeros"),
@@ -263,9 +264,9 @@ def check_video_resume_ids(func):
          "that truncates the seconds per temporal patch to an integer first, as transformers "
          "4.x did: 2/fps is 0.5 s at 4 fps, and the ids step by tokens_per_second * 0.5 = 1"),
         (table(frames_per_patch=1), "two frames make one temporal patch (temporal_patch_size = "
-                                    "2): a video of F frames has F/2 temporal patches"),
-        (table(merge=1), "an image side of P pixels has P/14 patches, and 2 x 2 patches merge "
-                         "into one token: the grid is P/28 tokens per side"),
+                                    "2): a video of N_frame frames has N_frame/2 temporal patches"),
+        (table(merge=1), "an image side in pixels, divided by 14, gives its patches, and 2 x 2 "
+                         "patches merge into one token: the grid is side / 28 tokens per side"),
         (table(per_second=1), "the temporal id steps by tokens_per_second (2) times the seconds "
                               "per temporal patch (2/fps), not by the seconds alone"),
         (table(rounding=np.round), "the temporal ids are rounded down (.long() after "

@@ -41,7 +41,7 @@ def check_offset_bucket(answer):
     expected = int(t5_relative_position_bucket(-_TXL_OFFSET))
     hints = [
         (int(t5_relative_position_bucket(_TXL_OFFSET)),
-         "that is the bucket of a key 20 tokens AFTER the query: Transformer-XL's i - j is query "
+         "that is the bucket of a key 20 tokens AFTER the query: Transformer-XL's i - j (the paper's letters) is query "
          "minus key, T5 wants key minus query, so flip the sign"),
         (_TXL_OFFSET,
          "only distances below max_exact = 8 get a bucket each; beyond that the buckets grow "

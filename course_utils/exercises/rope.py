@@ -100,8 +100,8 @@ def check_half_layout_weight(func):
          "that reorders all rows at once; each head has its own rotary channels, so reorder "
          "within each head (block of head_dim rows)"),
         (concat(lambda w, h, hd: _reorder_blocks(w, hd, np.argsort(half(hd)))),
-         "that is the inverse permutation (half layout back to interleaved): row r of the result "
-         "should be the head's row perm[r], with perm = even channels then odd channels"),
+         "that is the inverse permutation (half layout back to interleaved): row j of the result "
+         "should be the head's row perm[j], with perm = even channels then odd channels"),
         (concat(lambda w, h, hd: _reorder_blocks(w, hd, np.roll(half(hd), hd // 2))),
          "odd channels come first in your answer; the half layout takes the even channels "
          "(0, 2, 4, ...) first, then the odd ones"),

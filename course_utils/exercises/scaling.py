@@ -48,7 +48,7 @@ def check_full_turn_count(answer, *, head_dim=128, base=1e6,
     hints = [
         (n_pairs - right, "that counts the pairs that do NOT complete a turn (rho_i < 1); the "
                           "question asks for those with rho_i >= 1"),
-        (right - 1, "one short: pair indices start at 0, so pairs 0 .. k are k + 1 pairs"),
+        (right - 1, "one short: pair indices start at 0, so pairs 0 .. j are j + 1 pairs"),
         (2 * right, "that counts channels; each pair is two channels, and the question counts "
                     "pairs"),
         (int(np.sum(r >= 32)), "that counts the pairs with more than 32 turns (YaRN's beta); "
@@ -105,7 +105,7 @@ def check_llama3_frequencies(stub):
 
     Keep ``theta`` where the wavelength is below ``L / high_freq_factor``, divide by ``factor``
     where it is above ``L / low_freq_factor``, and between blend
-    ``(1 - g) theta / s + g theta`` with ``g = (L / lambda - lf) / (hf - lf)``. Checked on
+    ``(1 - gamma) theta / s + gamma theta`` with ``g = (L / lambda - lf) / (hf - lf)``. Checked on
     Llama-3.1's configuration and two others (``_LLAMA3_CONFIGS``); the expected answer is
     :func:`course_utils.scaling.rope_scaling` with ``"llama3"``.
     """
@@ -138,7 +138,7 @@ def check_llama3_frequencies(stub):
          "every frequency was divided by the factor (Position Interpolation); the fast pairs, "
          "wavelength < L / high_freq_factor, must be kept"),
         (concat(lambda *c: blend(*c, reverse=True)),
-         "the blend is reversed in the middle band: g = (L/lambda - lf)/(hf - lf) is the weight "
+         "the blend is reversed in the middle band: gamma = (L/lambda - lf)/(hf - lf) is the weight "
          "of the ORIGINAL frequency, (1 - g) that of theta / s"),
         (concat(lambda theta, factor, length, low_ff, high_ff, expected:
                 np.where(2 * np.pi / theta > length / low_ff, theta / factor, theta)),
@@ -148,7 +148,7 @@ def check_llama3_frequencies(stub):
          "high_freq_factor instead of the numbers 8, 8192, 1 and 4"),
         (concat(lambda theta, factor, length, low_ff, high_ff, expected:
                 np.where(2 * np.pi / theta < length / high_ff, theta, theta / factor)),
-         "the middle band must be blended, not divided: (1 - g) theta / s + g theta"),
+         "the middle band must be blended, not divided: (1 - gamma) theta / s + gamma theta"),
     ]
 
     def compute():

@@ -82,7 +82,7 @@ def _rotate(x, r, d_model, *, sign=1.0, spacing="paper", pairs="interleaved", sc
         s_ch, c_ch = np.arange(d_model // 2), np.arange(d_model // 2, d_model)
     s, c = x[s_ch], x[c_ch]
     out = np.empty(d_model)
-    out[s_ch] = s * np.cos(angle) + c * np.sin(angle)  # sin(a + b)
+    out[s_ch] = s * np.cos(angle) + c * np.sin(angle)  # sin(phi_p + phi_r)
     out[c_ch] = c * np.cos(angle) - s * np.sin(angle)  # cos(a + b)
     return out
 
@@ -125,7 +125,7 @@ def check_shift_encoding(stub):
 
     hints = [
         (wrong(sign=-1.0), "that is T_(-r): the rotation goes the wrong way (flip the sign of the "
-                           "angle; sin(a + b) = sin a cos b + cos a sin b)"),
+                           "angle; sin(x + y) = sin x cos y + cos x sin y)"),
         (np.concatenate([x for x, _, _ in cases]),
          "the vector came back unchanged: rotate pair i by the angle r * theta_i"),
         (np.concatenate([x + _paper_row(r, d) for x, r, d in cases]),
