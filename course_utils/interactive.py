@@ -298,7 +298,8 @@ def rope_scaling_explorer(*, head_dim=128, base=10_000.0, original_max_position_
     return _explorer("rope-scaling", draw, [("factor s", factors, default, lambda v: f"{v:g}")],
                      alt=("RoPE wavelengths per pair, unscaled and after PI, NTK-aware scaling "
                           "and YaRN; a slider changes the factor s: PI lifts every pair by s, "
-                          "NTK-aware mostly the slow pairs, YaRN only the pairs past its ramp"))
+                          "NTK-aware every pair but the first, slower pairs more, YaRN the pairs "
+                          "past its ramp fully and those in it partly"))
 
 
 def alibi_explorer(*, head_counts=(1, 2, 4, 6, 8, 12, 16, 32), default=8, length=24):

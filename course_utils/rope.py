@@ -208,9 +208,9 @@ def permute_qk_weight_for_half_layout(weight, n_heads):
 def roformer_decay_bound(relative_distance, head_dim, *, base=10000.0):
     """RoFormer's long-term decay curve: ``(1/(d/2)) sum_j |S_j|``, ``S_j = sum_{l<j} exp(i r theta_l)``.
 
-    Su et al. 2021, section 3.4.3: with ``c_i = conj(z_q,i) z_k,i`` the content of pair ``i``
-    (the paper's ``h_i``), ``|<R_m q, R_n k>| <= max_i |c_(i+1) - c_i| * sum_j |S_j|``, that is
-    this quantity times ``(d/2) max_i |c_(i+1) - c_i|``; it shrinks (not monotonically) as the
+    Su et al. 2021, section 3.4.3: with ``eta_i = conj(z_q,i) z_k,i`` the content of pair ``i``
+    (the paper's ``h_i``), ``|<R_m q, R_n k>| <= max_i |eta_(i+1) - eta_i| * sum_j |S_j|``, that is
+    this quantity times ``(d/2) max_i |eta_(i+1) - eta_i|``; it shrinks (not monotonically) as the
     distance ``|r| = |n - m|`` grows. At distance 0 it is ``(d/2 + 1) / 2``, e.g. 32.5 for
     ``d = 128``.
 
