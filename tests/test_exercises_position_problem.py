@@ -123,11 +123,11 @@ def test_causal_swap_stub_and_right(capsys):
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    ([False, False, True, True, True, True], "after j"),
+    ([False, False, True, True, True, True], "after 4"),
     ([False, False, True, False, True, False], "strictly between"),
-    ([True] * 6, "before i"),
-    ([False, False, True, True, False, False], "position j changes too"),
-    ([False, False, False, True, True, False], "position i changes too"),
+    ([True] * 6, "before 2"),
+    ([False, False, True, True, False, False], "position 4 changes too"),
+    ([False, False, False, True, True, False], "position 2 changes too"),
     ([False] * 6, "does see some change"),
     ([False, False, True, True, True], "expected shape"),
     ([False, True, True, True, False, False], "values differ"),

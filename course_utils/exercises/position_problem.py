@@ -113,17 +113,18 @@ def check_causal_swap(answer, *, n_tokens=6, i=2, j=4):
     p = np.arange(n_tokens)
     expected = (p >= i) & (p <= j)
     hints = [
-        (p >= i, "the positions after j see the same set of tokens and keep their own query, so a "
-                 "causal layer without positions gives them the same output"),
-        ((p == i) | (p == j), "the positions strictly between i and j also change: their prefix "
-                              "now holds the token from j instead of the one from i"),
-        (np.ones(n_tokens, dtype=bool), "the positions before i see exactly what they saw before"),
-        ((p >= i) & (p < j), "position j changes too: its query token is now the one that sat "
-                             "at i"),
-        ((p > i) & (p <= j), "position i changes too: its query token is now the one that sat "
-                             "at j"),
-        (np.zeros(n_tokens, dtype=bool), "a causal layer does see some change: the query at i "
-                                         "and at j is a different token after the swap"),
+        (p >= i, f"the positions after {j} see the same set of tokens and keep their own query, "
+                 "so a causal layer without positions gives them the same output"),
+        ((p == i) | (p == j), f"the positions strictly between {i} and {j} also change: their "
+                              f"prefix now holds the token from {j} instead of the one from {i}"),
+        (np.ones(n_tokens, dtype=bool), f"the positions before {i} see exactly what they saw "
+                                        "before"),
+        ((p >= i) & (p < j), f"position {j} changes too: its query token is now the one that sat "
+                             f"at {i}"),
+        ((p > i) & (p <= j), f"position {i} changes too: its query token is now the one that sat "
+                             f"at {j}"),
+        (np.zeros(n_tokens, dtype=bool), f"a causal layer does see some change: the query at {i} "
+                                         f"and at {j} is a different token after the swap"),
     ]
     return grade(f"Exercise 1.3: outputs that change when tokens {i} and {j} swap",
                  lambda: np.asarray(answer_of(answer)).astype(np.float64),
