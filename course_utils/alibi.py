@@ -3,8 +3,8 @@
 No position vector is added to the tokens. Each head ``h`` adds ``-mu_h * (m - n)`` to the score of
 query ``m`` and key ``n <= m``: a penalty that grows linearly with distance, with a head-specific
 slope ``mu_h`` (the paper's ``m``): a geometric sequence when the number of heads is a power of
-two, the reference code's interleaving of two such sequences otherwise. Notation as on the course's notation
-page: query position ``m``, key position ``n``, relative position ``r = n - m``.
+two, the reference code's interleaving of two such sequences otherwise. Notation as on the
+course's notation page: query position ``m``, key position ``n``, relative position ``r = n - m``.
 """
 
 from __future__ import annotations
