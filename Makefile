@@ -53,10 +53,16 @@ endif
 	@touch $(STAMP)
 	@echo "== $(VENV) is ready"
 
-reference: $(REF_STAMP) ## Also install the reference implementations the tests compare against (torch, transformers)
+reference: $(REF_STAMP) ## Also install the reference implementations the tests compare against (torch CPU build, transformers, scipy)
+
+# torch's CPU build by default, on every system: PyPI's Linux wheel is the CUDA build (several
+# GB). Another build: `make reference TORCH_INDEX=https://download.pytorch.org/whl/cu126`, or
+# `TORCH_INDEX=` for PyPI's default. 2.13.0+cpu satisfies constraints.txt's torch==2.13.0.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 $(REF_STAMP): $(STAMP)
-	$(PYTHON) -m pip install --quiet -c constraints.txt -e '.[dev,reference]'
+	$(PYTHON) -m pip install --quiet -c constraints.txt $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) \
+	  -e '.[dev,reference]'
 	@touch $(REF_STAMP)
 
 test: setup book ## Run every test: unit tests, every notebook under nbval, the site in a browser, lint, normalisation
@@ -143,7 +149,7 @@ lock: ## Refresh constraints.txt: resolve the newest versions allowed by pyproje
 	rm -rf .lock-venv && python3 -m venv .lock-venv
 	.lock-venv/bin/pip install --quiet --upgrade pip
 	@# torch first, as the CPU build pinned in constraints.txt: an unpinned torch resolves to a CUDA build of several GB.
-	.lock-venv/bin/pip install --quiet 'torch==2.13.0'
+	.lock-venv/bin/pip install --quiet $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) 'torch==2.13.0'
 	.lock-venv/bin/pip install --quiet -e '.[dev,reference]'
 	( echo "# Versions the course was tested with. Refresh with 'make lock'; installs use it as pip -c."; \
 	  .lock-venv/bin/pip freeze --exclude-editable | sed -E 's/\+cpu$$//' | sort -f ) > constraints.txt

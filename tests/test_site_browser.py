@@ -25,8 +25,11 @@ buttons on code, numbered figures, links between chapters and to the notation pa
 and a bibliography whose entries link to the papers. Screenshots of the landing page and a notebook page, at 1280 px and
 at 390 px, go to ``_build/screenshots/``.
 
-Needs Debian's ``chromium`` at /usr/bin/chromium (Playwright's own browser download is not used).
-Without it the test is skipped, except under ``CI=true``, where it fails.
+Needs Chromium or Chrome (Playwright's own browser download is not used): the program named by
+``COURSE_CHROMIUM`` or ``CHROME_BIN`` if set, else the first of ``chromium``, ``chromium-browser``,
+``google-chrome``, ``google-chrome-stable`` on ``PATH``, else Chrome's or Chromium's usual place on
+macOS. Without one the test is skipped with a message that says what was tried, except under
+``CI=true``, where it fails.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -55,7 +59,10 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SITE_SOURCES = [ROOT / "conf.py", ROOT / "index.md", ROOT / "notation.md", ROOT / "glossary.md",
                 ROOT / "bibliography.md", ROOT / "_static" / "course.css",
                 ROOT / "_static" / "course.js", *NOTEBOOKS]
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_VARIABLES = ("COURSE_CHROMIUM", "CHROME_BIN")
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM_MACOS = ("/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+                  "/Applications/Chromium.app/Contents/MacOS/Chromium")
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -73,21 +80,76 @@ MAX_SCREENS = 18  # a chapter's length at 1280x900, folds closed (tools/page_hei
 PROMPTS = {"solution": "Show solution", "setup": "Show the set-up", "check": "Show the check"}
 
 
+def find_chromium() -> tuple[str | None, str]:
+    """(path of the Chromium or Chrome to use or None, why none was found).
+
+    An environment variable names it (``COURSE_CHROMIUM``, then ``CHROME_BIN``); a variable
+    that names no program is an error rather than a silent fallback. Otherwise the first of
+    ``CHROMIUM_NAMES`` on ``PATH``, then the usual macOS application paths.
+    """
+    for variable in CHROMIUM_VARIABLES:
+        value = os.environ.get(variable, "").strip()
+        if value:
+            found = shutil.which(value)
+            if found is None:
+                return None, f"{variable}={value!r} names no executable program"
+            return found, ""
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found, ""
+    for path in CHROMIUM_MACOS:
+        if os.access(path, os.X_OK):
+            return path, ""
+    return None, ("no Chromium or Chrome was found: tried " + ", ".join(CHROMIUM_VARIABLES)
+                  + " (unset), " + ", ".join(CHROMIUM_NAMES) + " on PATH and "
+                  + " and ".join(CHROMIUM_MACOS) + ". Install one (Debian/Ubuntu: `sudo apt-get "
+                  "install chromium`) or set COURSE_CHROMIUM=/path/to/chrome")
+
+
 def _require_browser():
-    """Return Playwright's sync API, or skip (fail under CI=true) if it or Chromium is missing."""
+    """Return Playwright's sync API and the browser's path, or skip (fail under CI=true)."""
     problem = None
+    chromium = None
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         problem = "the playwright package is not installed (run `make setup`)"
-    if problem is None and not CHROMIUM.is_file():
-        problem = (f"Chromium was not found at {CHROMIUM}; install Debian's package to run this "
-                   "test: `sudo apt-get install chromium`")
+    if problem is None:
+        chromium, problem = find_chromium()
+        problem = problem or None
     if problem is not None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"the site's browser test must run in CI, but {problem}")
         pytest.skip(f"browser test of the web site skipped: {problem}")
-    return sync_playwright
+    return sync_playwright, chromium
+
+
+def test_the_browser_is_found_through_a_variable_or_path_and_a_miss_says_what_was_tried(
+        tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "google-chrome"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys.modules[__name__], "CHROMIUM_MACOS", ())
+    monkeypatch.setenv("PATH", str(bin_dir))
+    for variable in CHROMIUM_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    assert find_chromium() == (str(fake), "")  # on PATH under a later name
+    other = tmp_path / "my-chrome"
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    monkeypatch.setenv("CHROME_BIN", str(other))
+    assert find_chromium() == (str(other), "")  # the variable wins over PATH
+    monkeypatch.setenv("COURSE_CHROMIUM", str(tmp_path / "missing"))
+    path, why = find_chromium()
+    assert path is None and "COURSE_CHROMIUM=" in why and "names no executable" in why
+    monkeypatch.delenv("COURSE_CHROMIUM")
+    monkeypatch.delenv("CHROME_BIN")
+    fake.unlink()
+    path, why = find_chromium()
+    assert path is None and "chromium-browser" in why and "apt-get install chromium" in why
 
 
 def _site_is_stale() -> bool:
@@ -144,9 +206,10 @@ def base_url(site):
 
 @pytest.fixture(scope="module")
 def browser(playwright_api):
-    with playwright_api() as playwright:
+    api, executable = playwright_api
+    with api() as playwright:
         chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+            executable_path=executable, args=CHROMIUM_ARGS, headless=True
         )
         try:
             yield chromium

@@ -34,7 +34,8 @@ def test_code_and_content_licences_are_present_and_named():
     assert "Section 3 -- License Conditions." in content  # the legal code, not only a link
     readme = (ROOT / "README.md").read_text()
     assert "LICENSE-CONTENT" in readme and "CC BY 4.0" in readme and "MIT" in readme
-    assert 'license = { text = "MIT" }' in (ROOT / "pyproject.toml").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'license = "MIT"' in pyproject and 'license-files = ["LICENSE", "LICENSE-CONTENT"]' in pyproject
 
 
 def test_the_site_footer_names_both_licences_once():
