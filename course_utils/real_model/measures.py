@@ -1,0 +1,211 @@
+"""Position measurements on a released model: the experiments of chapter 13.
+
+Every function takes a loaded model (:func:`course_utils.real_model.load_model`) and token ids,
+runs its forward pass with one change to positions (shifted ids, a key window, frequencies
+stretched by :func:`course_utils.scaling.rope_scaling`, rotation removed from some pairs) and
+returns plain numpy arrays, so that a notebook can check and plot them.
+
+The text is the Python language reference shipped with every Python (``pydoc_data.topics``,
+PSF licence): English prose no one downloads. Pairs are numbered as in the course: pair ``i``
+turns at ``theta_i = b^(-2i/d)`` and holds channels ``i`` and ``i + d/2`` of a head (the
+half layout of transformers' ``rotate_half``), so pair 0 is the fastest.
+
+References: Xiao et al. 2024 (StreamingLLM, window + sink experiment); Barbero et al. 2025
+(which frequencies a model uses); Chen et al. 2023 (PI), Peng et al. 2023 (NTK-aware, dynamic,
+YaRN) and Zhu et al. 2024 (PoSE: position ids with a gap).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import re
+
+import numpy as np
+
+from .._validate import positive_int
+from ..scaling import rope_scaling
+
+__all__ = [
+    "corpus_text", "corpus_ids", "shuffled_sentences", "sink_share_from_attention",
+    "window_nll", "shifted_nll", "pair_norms", "inv_freq_without_rotation",
+    "scaled_frequencies", "skip_positions", "skip_nll", "METHODS",
+]
+
+#: Context-extension methods of :func:`scaled_frequencies`: ``"none"`` leaves the trained
+#: frequencies, the others are :func:`course_utils.scaling.rope_scaling`'s.
+METHODS = ("none", "linear", "ntk", "dynamic", "yarn")
+
+
+@functools.lru_cache(maxsize=1)
+def corpus_text() -> str:
+    """The Python language reference's help topics, joined in sorted order (about 465 000
+    characters; ``pydoc_data.topics``, shipped with CPython under the PSF licence)."""
+    from pydoc_data.topics import topics
+
+    return "\n\n".join(topics[key].strip() for key in sorted(topics))
+
+
+def corpus_ids(model, n_tokens, *, start=0):
+    """``n_tokens`` token ids of :func:`corpus_text`, from token ``start`` on (int64)."""
+    n_tokens = positive_int(n_tokens, "n_tokens")
+    start = positive_int(start, "start", allow_zero=True)
+    ids = _all_ids(model)
+    if start + n_tokens > ids.size:
+        raise ValueError(f"start + n_tokens must be at most {ids.size} (the text's length in "
+                         f"tokens), got {start} + {n_tokens}")
+    return ids[start:start + n_tokens].copy()
+
+
+def _all_ids(model):
+    cached = getattr(model, "_course_corpus_ids", None)
+    if cached is None:
+        cached = np.asarray(model.encode(corpus_text()), dtype=np.int64)
+        try:
+            model._course_corpus_ids = cached
+        except AttributeError:  # a model that refuses attributes: encode each time
+            pass
+    return cached
+
+
+def shuffled_sentences(text, *, seed=0):
+    """``text`` with its sentences (split after ``.``, ``!`` or ``?`` and a space) in a
+    random order: the same words and sentences, a text the model cannot have memorised."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("text must be a non-empty string")
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
+    random.Random(seed).shuffle(sentences)
+    return " ".join(sentences)
+
+
+def sink_share_from_attention(attention, n_sink=1, *, first_query=None):
+    """Mean attention weight on the first ``n_sink`` keys, per layer and head.
+
+    Parameters
+    ----------
+    attention : dict {layer: array (heads, T, T)}
+        Attention weights, rows are queries (``forward(..., return_attention=...)``).
+    n_sink : int
+        How many leading keys count as the sink.
+    first_query : int, optional
+        Average over queries ``first_query .. T-1`` (default ``n_sink``: the first queries
+        can see nothing but the sink, so they would count 1 by construction).
+
+    Returns
+    -------
+    layers : list of int, share : array (len(layers), heads)
+    """
+    n_sink = positive_int(n_sink, "n_sink")
+    first = n_sink if first_query is None else positive_int(first_query, "first_query",
+                                                            allow_zero=True)
+    if not isinstance(attention, dict) or not attention:
+        raise TypeError("attention must be a non-empty dict {layer: (heads, T, T) array}")
+    layers = sorted(attention)
+    shares = []
+    for layer in layers:
+        weights = np.asarray(attention[layer])
+        if weights.ndim != 3 or weights.shape[1] != weights.shape[2]:
+            raise ValueError(f"attention[{layer}] must have shape (heads, T, T), got "
+                             f"{weights.shape}")
+        if first >= weights.shape[1]:
+            raise ValueError(f"first_query must be below T = {weights.shape[1]}, got {first}")
+        shares.append(weights[:, first:, :n_sink].sum(axis=-1, dtype=np.float64).mean(axis=-1))
+    return layers, np.array(shares)
+
+
+def window_nll(model, ids, *, window=None, n_sink=0, chunk=512):
+    """Per-token loss (T-1,) with each query seeing its last ``window`` keys (itself included)
+    and the first ``n_sink`` tokens; ``window=None`` is full causal attention.
+
+    One forward pass with a banded mask equals StreamingLLM's rolling cache (Xiao et al. 2024,
+    ``streaming_llm/kv_cache.py``: ``start_size`` + ``recent_size``) with original positions:
+    a key's value at layer l depends only on what its own query saw at layer l - 1."""
+    return np.asarray(model.loss(ids, window=window, n_sink=n_sink, chunk=chunk))
+
+
+def shifted_nll(model, ids, shift, **forward_kwargs):
+    """Per-token loss with every position id moved by ``shift`` (``arange(T) + shift``)."""
+    shift = positive_int(shift, "shift", allow_zero=True)
+    positions = np.arange(len(ids), dtype=np.int64) + shift
+    return np.asarray(model.loss(ids, position_ids=positions, **forward_kwargs))
+
+
+def pair_norms(x):
+    """Norm of each rotary pair, averaged over positions.
+
+    ``x``: queries or keys before rotation, shape (heads, T, d) in the half layout (pair ``i``
+    = channels ``i`` and ``i + d/2``). Returns (heads, d/2): ``mean_t sqrt(x_i^2 + x_{i+d/2}^2)``.
+    The rotation leaves these norms unchanged, so pre- or post-rotation inputs give the same.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 3 or x.shape[-1] % 2:
+        raise ValueError(f"x must have shape (heads, T, d) with d even, got {x.shape}")
+    half = x.shape[-1] // 2
+    return np.sqrt(x[..., :half] ** 2 + x[..., half:] ** 2).mean(axis=1)
+
+
+def inv_freq_without_rotation(inv_freq, pairs):
+    """``inv_freq`` with the frequency of each pair in ``pairs`` set to 0: those pairs no
+    longer turn with position (their content stays; the rest of RoPE is untouched)."""
+    out = np.array(inv_freq, dtype=np.float64)
+    pairs = np.asarray(pairs, dtype=np.int64).ravel()
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= out.size):
+        raise ValueError(f"pairs must be indices in 0..{out.size - 1}, got {pairs.tolist()}")
+    out[pairs] = 0.0
+    return out
+
+
+def scaled_frequencies(config, method, factor=1.0, *, seq_len=None):
+    """``(inv_freq, attention_factor)`` of a context-extension ``method`` for ``config``.
+
+    ``method`` is one of :data:`METHODS`; the others call
+    :func:`course_utils.scaling.rope_scaling` with the model's head dimension, base and
+    ``original_max_position_embeddings = max_position_embeddings`` (8192 for SmolLM2).
+    ``"dynamic"`` needs ``seq_len``, the length it adapts to.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    d, base = int(config.head_dim), float(config.rope_theta)
+    if method == "none":
+        return base ** (-np.arange(0, d, 2) / d), 1.0
+    if method == "dynamic" and seq_len is None:
+        raise ValueError("method 'dynamic' needs seq_len, the length the base adapts to")
+    kwargs = {"seq_len": seq_len} if method == "dynamic" else {}
+    inv_freq, attention_factor = rope_scaling(
+        method, d, base=base, factor=float(factor),
+        original_max_position_embeddings=int(config.max_position_embeddings), **kwargs)
+    return np.asarray(inv_freq, dtype=np.float64), float(attention_factor)
+
+
+def skip_positions(n_first, n_second, end):
+    """Position ids of a skip evaluation: ``n_first`` tokens at ``0 .. n_first-1``, then
+    ``n_second`` tokens ending at ``end - 1`` (a gap of ``end - n_first - n_second``).
+
+    The second chunk's queries then see keys up to ``end - 1`` positions back, as the last
+    tokens of a text ``end`` tokens long do, from ``n_first + n_second`` forward passes' worth
+    of tokens (the idea of PoSE's skipped position ids, Zhu et al. 2024, used for evaluation)."""
+    n_first = positive_int(n_first, "n_first")
+    n_second = positive_int(n_second, "n_second")
+    end = positive_int(end, "end")
+    if end < n_first + n_second:
+        raise ValueError(f"end must be at least n_first + n_second = {n_first + n_second}, "
+                         f"got {end}")
+    return np.concatenate([np.arange(n_first), np.arange(end - n_second, end)]).astype(np.int64)
+
+
+def skip_nll(model, ids, n_first, end, *, method="none", factor=1.0, chunk=512):
+    """Mean loss on the second chunk of a skip evaluation (:func:`skip_positions`), with the
+    frequencies of ``method`` (``dynamic`` adapts to ``end``).
+
+    ``ids``: the ``n_first + n_second`` tokens, contiguous in the text. Returns the mean loss
+    of predicting tokens ``n_first + 1 ..`` (the second chunk, given everything before it)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    n_first = positive_int(n_first, "n_first")
+    if not 0 < n_first < ids.size - 1:
+        raise ValueError(f"n_first must be between 1 and len(ids) - 2 = {ids.size - 2}, "
+                         f"got {n_first}")
+    positions = skip_positions(n_first, ids.size - n_first, end)
+    inv_freq, factor_attn = scaled_frequencies(model.config, method, factor, seq_len=end)
+    nll = np.asarray(model.loss(ids, position_ids=positions, inv_freq=inv_freq,
+                                attention_factor=factor_attn, chunk=chunk))
+    return float(nll[n_first:].mean(dtype=np.float64))
