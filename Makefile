@@ -13,6 +13,8 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
 OLDEST ?= .venv-oldest
 OLDEST_PYTHON ?= python3
+# What `make test-oldest` runs under pytest; CI runs OLDEST_TESTS=tests (the unit tests) in a job of its own.
+OLDEST_TESTS ?= tests notebooks
 # uv from PATH, else installed into .venv (uv does not read pip's configuration).
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
@@ -140,7 +142,7 @@ test-oldest: $(if $(shell command -v uv 2>/dev/null),,setup) ## Run the unit tes
 	@echo "== Installed in $(OLDEST):"
 	@$(UV) pip freeze --python $(OLDEST)/bin/python --exclude-editable | grep -iE '^(numpy|matplotlib|seaborn|pandas|jupyterlab|ipykernel|nbclient|nbformat|tqdm|pytest|hypothesis|nbval|ruff)=='
 	@echo "== Unit tests and every notebook under nbval ($(OLDEST)); without the docs and reference extras the site and transformers tests skip"
-	CI=false $(OLDEST)/bin/python -m pytest tests notebooks $(PYTEST_NB) -p no:cacheprovider
+	CI=false $(OLDEST)/bin/python -m pytest $(OLDEST_TESTS) $(PYTEST_NB) -p no:cacheprovider
 	@echo "== ruff ($(OLDEST))"
 	$(OLDEST)/bin/python -m ruff check course_utils tests tools notebooks benchmarks conf.py
 	@echo "== Oldest versions OK: every test and notebook passes in $(OLDEST)"

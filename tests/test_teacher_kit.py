@@ -82,6 +82,33 @@ def test_workflow_runs_the_readme_commands_and_publishes_with_the_official_actio
         assert action in text
 
 
+def test_workflow_deploys_on_manual_runs_runs_once_per_change_and_trusts_only_an_exact_cache_hit():
+    yaml = pytest.importorskip("yaml")
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    triggers = workflow.get(True, workflow.get("on"))  # YAML 1.1 reads the key `on` as True
+    assert {"push", "pull_request", "workflow_dispatch"} <= set(triggers)
+    test, deploy = workflow["jobs"]["test"], workflow["jobs"]["deploy"]
+    # A pull request from a branch of this repository is skipped (its push ran); from a fork, not.
+    assert "github.event.pull_request.head.repo.full_name != github.repository" in test["if"]
+    # A manual run on the default branch publishes as a push does; a pull request never does.
+    upload = next(step for step in test["steps"] if "upload-pages-artifact" in step.get("uses", ""))
+    for condition in (upload["if"], deploy["if"]):
+        assert "github.event_name != 'pull_request'" in condition
+        assert "github.ref_name == github.event.repository.default_branch" in condition
+    cache = next(step for step in test["steps"] if "actions/cache" in step.get("uses", ""))
+    key = cache["with"]["key"]
+    assert all(f"'{name}'" in key for name in ("constraints.txt", "pyproject.toml", "environment.yml"))
+    assert "restore-keys" not in cache["with"]  # never an older environment under a newer key
+    # The Makefile's stamp depends on exactly the files the key hashes.
+    makefile = (ROOT / "Makefile").read_text()
+    assert "$(STAMP): pyproject.toml constraints.txt environment.yml" in makefile
+    touch = next(step for step in test["steps"] if step.get("if", "").startswith(
+        f"steps.{cache['id']}.outputs.cache-hit == 'true'"))
+    assert ".venv/.course-installed" in touch["run"]
+    names = [step.get("run", "") for step in test["steps"]]
+    assert names.index(touch["run"]) < names.index("make book")
+
+
 def _build_page(tmp_path, env_extra):
     """Build the landing page and chapter 01 only, with the given environment."""
     pytest.importorskip("sphinx")
