@@ -1,0 +1,186 @@
+"""The measurements of chapter 13 without the model file: each function against a loop or a
+closed form, on synthetic inputs, and a stand-in model that records what it was asked."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+from course_utils.real_model import measures
+from course_utils.rope import apply_rope
+from course_utils.scaling import rope_scaling
+
+CONFIG = types.SimpleNamespace(head_dim=64, rope_theta=1e5, max_position_embeddings=8192)
+
+
+class RecordingModel:
+    """Encodes one id per character; ``loss`` returns the position ids it was given (as
+    floats), so a test can see which positions each predicted token had."""
+
+    config = CONFIG
+
+    def __init__(self):
+        self.calls = []
+
+    def encode(self, text):
+        return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.int64)
+
+    def loss(self, ids, **kwargs):
+        self.calls.append(kwargs)
+        positions = kwargs.get("position_ids")
+        positions = np.arange(len(ids)) if positions is None else np.asarray(positions)
+        return positions[:-1].astype(np.float64)
+
+
+def test_corpus_is_the_python_reference():
+    from pydoc_data.topics import topics
+
+    text = measures.corpus_text()
+    assert topics["assert"].strip() in text and topics["with"].strip() in text
+    assert text.index(topics["assert"].strip()) < text.index(topics["with"].strip())
+
+
+def test_corpus_ids_slices_and_refuses_past_the_end():
+    model = RecordingModel()
+    ids = measures.corpus_ids(model, 10, start=5)
+    whole = model.encode(measures.corpus_text())
+    np.testing.assert_array_equal(ids, whole[5:15])
+    with pytest.raises(ValueError, match="start \\+ n_tokens"):
+        measures.corpus_ids(model, whole.size, start=1)
+    with pytest.raises(TypeError, match="n_tokens"):
+        measures.corpus_ids(model, 2.5)
+
+
+def test_shuffled_sentences_keeps_the_sentences():
+    text = "One two. Three four! Five six? Seven eight. Nine ten."
+    out = measures.shuffled_sentences(text, seed=1)
+    split = sorted(s for s in out.split(" ") if s)
+    assert split == sorted(text.split(" "))
+    assert sorted(out.replace("? ", "?|").replace(". ", ".|").replace("! ", "!|").split("|")) \
+        == sorted(["One two.", "Three four!", "Five six?", "Seven eight.", "Nine ten."])
+    assert measures.shuffled_sentences(text, seed=1) == out
+    assert any(measures.shuffled_sentences(text, seed=s) != text for s in range(5))
+    with pytest.raises(ValueError, match="text"):
+        measures.shuffled_sentences("   ")
+
+
+def _causal_rows(rng, heads, T):
+    logits = np.where(np.tri(T, dtype=bool), rng.normal(size=(heads, T, T)), -np.inf)
+    weights = np.exp(logits - logits.max(-1, keepdims=True))
+    return weights / weights.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("n_sink", [1, 3])
+def test_sink_share_by_loop(n_sink):
+    rng = np.random.default_rng(0)
+    attention = {4: _causal_rows(rng, 2, 9), 1: _causal_rows(rng, 2, 9)}
+    layers, share = measures.sink_share_from_attention(attention, n_sink)
+    assert layers == [1, 4]
+    for row, layer in enumerate(layers):
+        for head in range(2):
+            by_loop = np.mean([sum(attention[layer][head, q, k] for k in range(n_sink))
+                               for q in range(n_sink, 9)])
+            assert share[row, head] == pytest.approx(by_loop, rel=1e-12)
+
+
+def test_sink_share_refuses_bad_input():
+    with pytest.raises(TypeError, match="attention"):
+        measures.sink_share_from_attention([], 1)
+    with pytest.raises(ValueError, match="heads, T, T"):
+        measures.sink_share_from_attention({0: np.zeros((2, 3, 4))}, 1)
+    with pytest.raises(ValueError, match="first_query"):
+        measures.sink_share_from_attention({0: np.zeros((2, 3, 3))}, 3)
+
+
+def test_pair_norms_by_loop_and_unchanged_by_rope():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(3, 7, 8))
+    norms = measures.pair_norms(x)
+    for h in range(3):
+        for i in range(4):
+            expected = np.mean([np.hypot(x[h, t, i], x[h, t, i + 4]) for t in range(7)])
+            assert norms[h, i] == pytest.approx(expected, rel=1e-12)
+    rotated = apply_rope(x, np.arange(7) * 13, layout="half", base=100.0)
+    np.testing.assert_allclose(measures.pair_norms(rotated), norms, rtol=1e-12)
+    with pytest.raises(ValueError, match="d even"):
+        measures.pair_norms(np.zeros((2, 3, 5)))
+
+
+def test_inv_freq_without_rotation_stops_those_pairs_only():
+    inv = 1e4 ** (-np.arange(0, 8, 2) / 8)
+    out = measures.inv_freq_without_rotation(inv, [0, 3])
+    np.testing.assert_array_equal(out, [0.0, inv[1], inv[2], 0.0])
+    x = np.random.default_rng(2).normal(size=(5, 8))
+    turned = apply_rope(x, np.arange(5), layout="half", inv_freq=out)
+    np.testing.assert_allclose(turned[:, [0, 4, 3, 7]], x[:, [0, 4, 3, 7]], rtol=1e-12)
+    assert not np.allclose(turned[:, [1, 5]], x[:, [1, 5]])
+    with pytest.raises(ValueError, match="pairs"):
+        measures.inv_freq_without_rotation(inv, [4])
+
+
+def test_scaled_frequencies():
+    inv, factor = measures.scaled_frequencies(CONFIG, "none")
+    np.testing.assert_allclose(inv, [1e5 ** (-2 * i / 64) for i in range(32)], rtol=1e-14)
+    assert factor == 1.0
+    inv, factor = measures.scaled_frequencies(CONFIG, "yarn", 4.0)
+    expected = rope_scaling("yarn", 64, base=1e5, factor=4.0,
+                            original_max_position_embeddings=8192)
+    np.testing.assert_allclose(inv, expected[0], rtol=1e-14)
+    assert factor == pytest.approx(0.1 * np.log(4.0) + 1)
+    linear, _ = measures.scaled_frequencies(CONFIG, "linear", 2.0)
+    np.testing.assert_allclose(linear, measures.scaled_frequencies(CONFIG, "none")[0] / 2)
+    with pytest.raises(ValueError, match="seq_len"):
+        measures.scaled_frequencies(CONFIG, "dynamic", 2.0)
+    with pytest.raises(ValueError, match="method"):
+        measures.scaled_frequencies(CONFIG, "rope", 2.0)
+
+
+def test_skip_positions():
+    pos = measures.skip_positions(3, 2, 10)
+    np.testing.assert_array_equal(pos, [0, 1, 2, 8, 9])
+    np.testing.assert_array_equal(measures.skip_positions(3, 2, 5), np.arange(5))
+    with pytest.raises(ValueError, match="end"):
+        measures.skip_positions(3, 2, 4)
+
+
+def test_skip_nll_scores_the_second_chunk_at_its_positions():
+    model = RecordingModel()
+    ids = np.arange(8)
+    value = measures.skip_nll(model, ids, 4, 100, method="dynamic", factor=2.0)
+    # the stand-in's loss at token t is its position: queries 4..6 sit at 96, 97, 98
+    assert value == pytest.approx(np.mean([96, 97, 98]))
+    call = model.calls[-1]
+    np.testing.assert_array_equal(call["position_ids"], [0, 1, 2, 3, 96, 97, 98, 99])
+    expected, _ = rope_scaling("dynamic", 64, base=1e5, factor=2.0,
+                               original_max_position_embeddings=8192, seq_len=100)
+    np.testing.assert_allclose(call["inv_freq"], expected)
+    with pytest.raises(ValueError, match="n_first"):
+        measures.skip_nll(model, ids, 7, 100)
+
+
+def test_shifted_nll_moves_every_position():
+    model = RecordingModel()
+    out = measures.shifted_nll(model, np.arange(6), 1000)
+    np.testing.assert_array_equal(out, 1000 + np.arange(5))
+    with pytest.raises(ValueError, match="shift"):
+        measures.shifted_nll(model, np.arange(6), -1)
+
+
+@pytest.mark.skipif(not hasattr(measures, "attention_from_angles"),
+                    reason="attention from an angle table not in this version")
+def test_attention_from_float64_angles_matches_apply_rope():
+    rng = np.random.default_rng(3)
+    q, k = rng.normal(size=(4, 6, 8)), rng.normal(size=(2, 6, 8))
+    pos = np.arange(6) + 50
+    inv = 1e4 ** (-np.arange(0, 8, 2) / 8)
+    weights = measures.attention_from_angles(q, k, pos[:, None] * inv)
+    qr = apply_rope(q, pos, layout="half", base=1e4)
+    kr = np.repeat(apply_rope(k, pos, layout="half", base=1e4), 2, axis=0)
+    for h in range(4):
+        for m in range(6):
+            scores = np.array([qr[h, m] @ kr[h, n] / np.sqrt(8) for n in range(m + 1)])
+            row = np.exp(scores - scores.max())
+            np.testing.assert_allclose(weights[h, m, :m + 1], row / row.sum(), rtol=1e-10)
+            assert np.all(weights[h, m, m + 1:] == 0)
