@@ -23,13 +23,17 @@ import re
 
 import numpy as np
 
+from .. import _validate as val
 from .._validate import positive_int
+from ..attention import softmax
+from ..rope import _rotate_pairs
 from ..scaling import rope_scaling
 
 __all__ = [
     "corpus_text", "corpus_ids", "shuffled_sentences", "sink_share_from_attention",
     "window_nll", "shifted_nll", "pair_norms", "inv_freq_without_rotation",
-    "scaled_frequencies", "skip_positions", "skip_nll", "METHODS",
+    "scaled_frequencies", "skip_positions", "skip_nll", "rotate_by_angles",
+    "attention_from_angles", "METHODS",
 ]
 
 #: Context-extension methods of :func:`scaled_frequencies`: ``"none"`` leaves the trained
@@ -209,3 +213,48 @@ def skip_nll(model, ids, n_first, end, *, method="none", factor=1.0, chunk=512):
     nll = np.asarray(model.loss(ids, position_ids=positions, inv_freq=inv_freq,
                                 attention_factor=factor_attn, chunk=chunk))
     return float(nll[n_first:].mean(dtype=np.float64))
+
+
+def rotate_by_angles(x, angles):
+    """Rotate ``x`` (..., T, d), half layout, pair ``i`` of token ``t`` by ``angles[t, i]``.
+
+    The rotation of :func:`course_utils.rope.apply_rope` with the angle table given instead of
+    formed from positions, so that a table rounded to float32 or bfloat16
+    (:func:`course_utils.rope.rope_angles`) can be applied. float64 result.
+    """
+    x = val.numeric_array(x, "x", min_ndim=2).astype(np.float64)
+    angles = val.numeric_array(angles, "angles").astype(np.float64)
+    if x.shape[-1] % 2 or angles.shape != (x.shape[-2], x.shape[-1] // 2):
+        raise ValueError(f"angles must have shape (T, d/2) = ({x.shape[-2]}, {x.shape[-1] // 2})"
+                         f" for x of shape {x.shape}, got {angles.shape}")
+    out = np.empty(x.shape, dtype=np.float64)
+    _rotate_pairs(x, np.cos(angles), np.sin(angles), out, "half")
+    return out
+
+
+def attention_from_angles(q, k, angles):
+    """Causal attention weights of one layer from its queries and keys before rotation.
+
+    Parameters
+    ----------
+    q : array (heads, T, d); k : array (kv_heads, T, d)
+        Queries and keys before RoPE, half layout (a forward pass's ``.qk[layer]``); each key
+        head serves ``heads // kv_heads`` consecutive query heads (grouped-query attention).
+    angles : array (T, d/2)
+        Rotation angles, e.g. ``rope_angles(positions, d, base=b, precision="bfloat16")``.
+
+    Returns
+    -------
+    array (heads, T, T), float64: ``softmax(q_rot k_rot^T / sqrt(d))`` under a causal mask.
+    """
+    q = val.numeric_array(q, "q").astype(np.float64)
+    k = val.numeric_array(k, "k").astype(np.float64)
+    if q.ndim != 3 or k.ndim != 3 or q.shape[1:] != k.shape[1:] or q.shape[0] % k.shape[0]:
+        raise ValueError(f"q must be (heads, T, d) and k (kv_heads, T, d) with kv_heads "
+                         f"dividing heads, got {q.shape} and {k.shape}")
+    group = q.shape[0] // k.shape[0]
+    qr = rotate_by_angles(q, angles)
+    kr = np.repeat(rotate_by_angles(k, angles), group, axis=0)
+    scores = qr @ kr.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    scores[:, ~np.tri(q.shape[1], dtype=bool)] = -np.inf
+    return softmax(scores, axis=-1)
