@@ -184,3 +184,45 @@ def test_attention_from_float64_angles_matches_apply_rope():
             row = np.exp(scores - scores.max())
             np.testing.assert_allclose(weights[h, m, :m + 1], row / row.sum(), rtol=1e-10)
             assert np.all(weights[h, m, m + 1:] == 0)
+
+
+def _long_context_tool():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "tools" / "long_context.py"
+    spec = importlib.util.spec_from_file_location("long_context", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_long_context_scores_the_right_tokens_and_renders(tmp_path):
+    tool = _long_context_tool()
+    model = RecordingModel()
+    model.config = types.SimpleNamespace(**vars(CONFIG), n_layers=2)
+    ids = np.arange(40)
+    window = tool.run_window(model, ids, 24, 8, 4)
+    # the stand-in's loss at index j is j: queries 8 .. 22 predict tokens 9 .. 23
+    assert window == {k: pytest.approx(np.mean(np.arange(8, 23))) for k in
+                      ("full", "window", "window + sinks")}
+    assert model.calls[1] == {"window": 8, "n_sink": 0, "chunk": 512}
+    assert model.calls[2] == {"window": 8, "n_sink": 4, "chunk": 512}
+    skip = tool.run_skip(model, ids, 4, 4, [8, 100], [["none", 1.0], ["yarn", 2.0]])
+    assert skip["no scaling"] == [pytest.approx(np.mean([4, 5, 6])),
+                                  pytest.approx(np.mean([96, 97, 98]))]
+    assert set(skip) == {"no scaling", "YaRN x2"}
+    result = {"command": "test", "seed": None, "seconds": 60, "versions": {"numpy": "x"},
+              "settings": {"window": {"length": 24, "window": 8, "n_sink": 4},
+                           "skip": {"n_first": 4, "n_second": 4, "ends": [8, 100]},
+                           "true_long": {"length": 16, "bins": [0, 8, 16]},
+                           "nope": {"length": 8}},
+              "window": window, "skip": skip,
+              "true_long": {"by_bin": {"no scaling": [1.0, 2.0]},
+                            "last_chunk": {"no scaling": 2.0},
+                            "skip_last_chunk": {"no scaling": 2.5}, "last_chunk_alone": 3.0},
+              "nope": {"base": 2.0, "delta": {"0": 0.5, "1": -0.01}}}
+    tool.render(result, tmp_path / "out.md")
+    text = (tmp_path / "out.md").read_text()
+    assert "| no scaling | 5.000 | 97.000 |" in text
+    assert "| change | +0.500 | -0.010 |" in text
