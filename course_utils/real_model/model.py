@@ -33,7 +33,6 @@ import pathlib
 import numpy as np
 
 from .. import _validate as val
-from ..attention import softmax
 from ..rope import apply_rope, permute_qk_weight_for_half_layout, rope_inv_freq
 from .files import require_model
 
@@ -162,12 +161,42 @@ def _layer_set(value, arg, n_layers):
     return tuple(sorted({int(layer) for layer in layers}))
 
 
+def _visible_keys(start, stop, window, n_sink):
+    """Keys seen by queries ``start .. stop-1`` and the additive mask (0 or -inf), (c, nk).
+
+    Query ``t`` sees key ``j`` when ``j <= t`` (causal, in the order of the tokens) and, with a
+    ``window``, ``j > t - window`` or ``j < n_sink`` (StreamingLLM's sinks)."""
+    first = 0 if window is None else max(0, start - window + 1)
+    keys = np.arange(first, stop)
+    if n_sink and first > 0:
+        keys = np.concatenate([np.arange(min(n_sink, first)), keys])
+    rows = np.arange(start, stop)[:, None]
+    seen = keys[None, :] <= rows
+    if window is not None:
+        seen &= (keys[None, :] > rows - window) | (keys[None, :] < n_sink)
+    return keys, np.where(seen, np.float32(0.0), np.float32(-np.inf))
+
+
+def _softmax_inplace(scores):
+    """Softmax over the last axis, written over ``scores`` (float32): the stable formula of
+    :func:`course_utils.attention.softmax` without its input checks, which cost a pass each
+    over the largest array of the forward pass. Every row has at least one finite entry (a
+    query always sees itself)."""
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    return scores
+
+
 class Model:
     """SmolLM2-135M-Instruct in numpy. Build it with :func:`load_model`."""
 
-    def __init__(self, path):
+    def __init__(self, path, *, layout="half"):
         from gguf import GGUFReader
 
+        #: Channel layout of the rotation: "half" (the file's query/key rows put back in
+        #: transformers' order) or "interleaved" (the file's rows as stored, llama.cpp's rotation).
+        self.layout = val.choice(layout, "layout", ("half", "interleaved"))
         self.path = pathlib.Path(path)
         reader = GGUFReader(str(self.path))
         self.config = cfg = read_config(reader)
@@ -184,8 +213,10 @@ class Model:
         self.final_norm = weight("output_norm.weight")
         self.layers = []
         for i in range(cfg.n_layers):
-            q = permute_qk_weight_for_half_layout(weight(f"blk.{i}.attn_q.weight"), cfg.n_heads)
-            k = permute_qk_weight_for_half_layout(weight(f"blk.{i}.attn_k.weight"), cfg.n_kv_heads)
+            q, k = weight(f"blk.{i}.attn_q.weight"), weight(f"blk.{i}.attn_k.weight")
+            if self.layout == "half":
+                q = permute_qk_weight_for_half_layout(q, cfg.n_heads)
+                k = permute_qk_weight_for_half_layout(k, cfg.n_kv_heads)
             v = weight(f"blk.{i}.attn_v.weight")
             self.layers.append({
                 "attn_norm": weight(f"blk.{i}.attn_norm.weight"),
@@ -273,7 +304,6 @@ class Model:
         x = self.embedding[ids]
         attention, qk = {}, {}
         sink_share = np.zeros((cfg.n_layers, H)) if sink_keys else None
-        q_index = np.arange(T)
         for i, w in enumerate(self.layers):
             h = rms_norm(x, w["attn_norm"], cfg.rms_norm_eps)
             qkv = h @ w["qkv"]
@@ -283,35 +313,35 @@ class Model:
             if i in layers["return_qk"]:
                 qk[i] = (q.copy(), k.copy())
             if i not in layers["nope_layers"]:
-                q = apply_rope(q, positions, layout="half", inv_freq=inv)
-                k = apply_rope(k, positions, layout="half", inv_freq=inv)
+                q = apply_rope(q, positions, layout=self.layout, inv_freq=inv)
+                k = apply_rope(k, positions, layout=self.layout, inv_freq=inv)
             if factor != 1.0:  # cos and sin times the factor (transformers' attention_scaling)
                 q, k = q * np.float32(factor), k * np.float32(factor)
-            # Query heads grouped by the key/value head they share: (G, group * T, d).
-            qg = np.ascontiguousarray(q.reshape(G, group, T, d))
+            # Query heads grouped by the key/value head they share: (G, group, T, d).
+            qg = q.reshape(G, group, T, d)
             out = np.empty((G, group, T, d), dtype=np.float32)
             keep = i in layers["return_attention"]
             if keep:
                 attention[i] = np.zeros((H, T, T), dtype=np.float32)
             for start in range(0, T, chunk):
                 stop = min(start + chunk, T)
-                first = 0 if window is None else max(0, start - window + 1)
-                keys = np.arange(first, stop)
-                if n_sink and first > 0:
-                    keys = np.concatenate([np.arange(min(n_sink, first)), keys])
-                scores = (qg[:, :, start:stop] @ k[:, None, keys].transpose(0, 1, 3, 2)) * scale
-                rows = q_index[start:stop, None]
-                seen = keys[None, :] <= rows
-                if window is not None:
-                    seen &= (keys[None, :] > rows - window) | (keys[None, :] < n_sink)
-                scores = np.where(seen, scores, -np.inf)
-                weights = softmax(scores, axis=-1).astype(np.float32)
-                out[:, :, start:stop] = weights @ v[:, None, keys]
+                keys, bias = _visible_keys(start, stop, window, n_sink)
+                c, nk = stop - start, keys.size
+                # One (group * c, d) @ (d, nk) product per key/value head.
+                qc = qg[:, :, start:stop].reshape(G, group * c, d)
+                kc = k[:, keys] if n_sink else k[:, keys[0]:keys[-1] + 1]
+                vc = v[:, keys] if n_sink else v[:, keys[0]:keys[-1] + 1]
+                scores = np.matmul(qc, kc.transpose(0, 2, 1)).reshape(G, group, c, nk)
+                scores *= scale
+                scores += bias
+                weights = _softmax_inplace(scores)
+                out[:, :, start:stop] = np.matmul(weights.reshape(G, group * c, nk),
+                                                  vc).reshape(G, group, c, d)
                 if keep:
-                    attention[i][:, start:stop][..., keys] = weights.reshape(H, stop - start, -1)
+                    attention[i][:, start:stop][..., keys] = weights.reshape(H, c, nk)
                 if sink_keys and stop > sink_keys:
                     lo = max(start, sink_keys) - start
-                    share = weights[:, :, lo:, :sink_keys].sum(axis=-1, dtype=np.float64)
+                    share = weights[:, :, lo:, keys < sink_keys].sum(axis=-1, dtype=np.float64)
                     sink_share[i] += share.reshape(H, -1).sum(axis=-1)
             attn = out.reshape(H, T, d).transpose(1, 0, 2).reshape(T, H * d)
             x = x + attn @ w["o"]
