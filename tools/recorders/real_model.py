@@ -1,0 +1,126 @@
+"""Recorders for the released model of chapter 13: transformers' ``LlamaForCausalLM`` and its
+tokenizer, both loaded from the same GGUF file the course reads (SmolLM2-135M-Instruct, Q4_1,
+fetched by ``make model``).
+
+transformers dequantizes the file to float32 and undoes llama.cpp's query/key row order
+(``modeling_gguf_pytorch_utils.py``); loading a GGUF needs the ``gguf`` package (and
+``accelerate``). The model runs in float32 with eager attention (matmul, softmax, matmul), so the
+records are what the numpy forward pass should reproduce up to float32 rounding.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+#: Text of the tokenizer record: prose, digits, punctuation, accents, a chat-template line with
+#: control tokens, runs of spaces and newlines.
+TOKENIZER_TEXT = ("Rotary embeddings turn pair i by m * theta_i; at m = 8192 and theta = 1e-5 "
+                  "that is 0.08192 rad.\n\n  Caf\u00e9 na\u00efve \u2014 \u00fcber 42%!\n"
+                  "<|im_start|>user\nWhat is 12345 + 678?<|im_end|>\n    def f(x):  return x**2\n")
+#: Prompt of the logits record.
+PROMPT = ("<|im_start|>user\nIn one sentence, what does a position encoding tell a transformer?"
+          "<|im_end|>\n<|im_start|>assistant\nA position encoding tells the model")
+#: Shift of the prompt's position ids in the second half of the logits record.
+SHIFT = 1000
+#: Vocabulary ids whose logits are stored at every position (a fixed sample; the row's
+#: log-sum-exp, also stored, covers the rest of the row).
+SAMPLE_SEED, N_SAMPLE, TOP = 13, 64, 20
+#: Topics of the Python language reference (``pydoc_data.topics``, PSF licence) whose text,
+#: joined, gives the loss record's tokens; statements whose documentation rarely changes.
+LOSS_TOPICS = ("assert", "pass", "del", "return", "break", "continue", "global", "while", "if",
+               "for")
+LOSS_TOKENS = 512
+
+
+def _gguf():
+    from course_utils.real_model.files import require_model
+
+    path = require_model()
+    return path.parent, path.name
+
+
+@functools.lru_cache(maxsize=1)
+def _hf_model():
+    import torch
+    from transformers import LlamaForCausalLM
+
+    folder, name = _gguf()
+    model = LlamaForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
+                                             attn_implementation="eager")
+    return model.eval()
+
+
+@functools.lru_cache(maxsize=1)
+def _hf_tokenizer():
+    from transformers import AutoTokenizer
+
+    folder, name = _gguf()
+    return AutoTokenizer.from_pretrained(folder, gguf_file=name)
+
+
+def _encode(text):
+    return np.array(_hf_tokenizer()(text, add_special_tokens=False).input_ids, dtype=np.int64)
+
+
+def _logits(ids, position_ids=None):
+    import torch
+
+    kwargs = {} if position_ids is None else {"position_ids": torch.tensor([position_ids])}
+    with torch.no_grad():
+        out = _hf_model()(input_ids=torch.tensor([ids]), use_cache=False, **kwargs)
+    return out.logits[0].double().numpy()
+
+
+def loss_text():
+    """The loss record's text: the :data:`LOSS_TOPICS` of the installed Python's reference."""
+    from pydoc_data.topics import topics
+
+    return "\n\n".join(topics[key].strip() for key in LOSS_TOPICS)
+
+
+def record_smollm2_tokens():
+    """Token ids of a fixed text from transformers' tokenizer built from the GGUF's vocabulary."""
+    return ("transformers.AutoTokenizer.from_pretrained(gguf_file=...)",
+            "src/transformers/integrations/gguf/gguf_tokenizer_mapping.py",
+            {"text": TOKENIZER_TEXT, "add_special_tokens": False},
+            {"ids": _encode(TOKENIZER_TEXT)})
+
+
+def record_smollm2_logits():
+    """Logits of a fixed prompt, positions 0..T-1 and shifted by SHIFT: the top-20 of the last
+    row, a fixed sample of 64 vocabulary ids at every position, and every row's log-sum-exp."""
+    ids = _encode(PROMPT)
+    sample = np.sort(np.random.default_rng(SAMPLE_SEED).choice(49152, N_SAMPLE, replace=False))
+    outputs = {"sample_ids": sample}
+    for key, positions in (("", None), ("shifted_", list(range(SHIFT, SHIFT + ids.size)))):
+        logits = _logits(ids.tolist(), positions)
+        top = np.argsort(-logits[-1], kind="stable")[:TOP]
+        peak = logits.max(axis=-1, keepdims=True)
+        outputs.update({
+            f"{key}last_top_ids": top,
+            f"{key}last_top_logits": logits[-1, top],
+            f"{key}sample_logits": logits[:, sample],
+            f"{key}logsumexp": (peak + np.log(np.exp(logits - peak).sum(-1, keepdims=True)))[:, 0],
+        })
+    return ("transformers.LlamaForCausalLM.from_pretrained(gguf_file=..., dtype=float32), forward",
+            "src/transformers/models/llama/modeling_llama.py",
+            {"prompt": PROMPT, "ids": ids, "shift": SHIFT, "sample_seed": SAMPLE_SEED,
+             "attn_implementation": "eager"}, outputs)
+
+
+def record_smollm2_loss():
+    """Per-token next-token loss (nats) of 512 tokens of the Python language reference."""
+    import torch
+
+    ids = _encode(loss_text())[:LOSS_TOKENS]
+    logits = torch.tensor(_logits(ids.tolist()), dtype=torch.float32)
+    nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]), reduction="none")
+    nll = nll.double().numpy()
+    return ("transformers.LlamaForCausalLM.from_pretrained(gguf_file=..., dtype=float32), forward; "
+            "torch.nn.functional.cross_entropy",
+            "src/transformers/models/llama/modeling_llama.py",
+            {"text": "pydoc_data.topics: " + ", ".join(LOSS_TOPICS), "ids": ids,
+             "attn_implementation": "eager"},
+            {"nll": nll, "mean_nll": nll.mean()})
