@@ -87,6 +87,33 @@ _QWEN_WINDOW = {"qwen2": ("qwen2", "Qwen2Config"), "qwen3": ("qwen3", "Qwen3Conf
 _EVERY_LAYER_WINDOW = {"mistral": "MistralModel", "mixtral": "MixtralModel", "phi3": "Phi3Model",
                        "starcoder2": "Starcoder2Model", "qwen3_moe": "Qwen3MoeModel"}
 
+# Families whose attention uses no RoPE: what they use, and the chapter that teaches it.
+_LEARNED = ("learned absolute position embeddings", "03_learned.ipynb")
+_ALIBI = ("ALiBi (linear biases on the attention logits)", "06_alibi.ipynb")
+_BUCKETS = ("relative position buckets (a learned bias per bucket)", "04_relative.ipynb")
+_NOPE = ("no position signal in attention (Mamba layers carry order)",
+         "01_position_problem.ipynb")
+_NO_ROPE = {"gpt2": _LEARNED, "gpt_bigcode": _LEARNED, "opt": _LEARNED, "bert": _LEARNED,
+            "roberta": _LEARNED, "distilbert": _LEARNED, "xlm-roberta": _LEARNED,
+            "electra": _LEARNED, "gpt_neo": _LEARNED, "bloom": _ALIBI, "mpt": _ALIBI,
+            "t5": _BUCKETS, "mt5": _BUCKETS, "umt5": _BUCKETS, "jamba": _NOPE}
+# Families whose layer kinds and RoPE use the plan has a rule for (read in transformers'
+# models/<family>/ code): every attention layer rotates unless a rule below says otherwise.
+_FAMILIES = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+             "qwen3_next", "qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text",
+             "phi", "phi3", "stablelm", "starcoder2", "gpt_neox", "gptj", "codegen", "olmo",
+             "olmo2", "olmo3", "gemma", "gemma2", "gemma3_text", "gemma4_text", "deepseek_v2",
+             "deepseek_v3", "cohere", "cohere2", "exaone4", "granite", "falcon", "smollm3",
+             "llama4_text", "modernbert", "gpt_oss", "persimmon", "mistral3"}
+# Older keys for the same values, for files read without transformers (a config class, when
+# installed, gives its own attribute_map instead).
+_ALIASES = {"num_hidden_layers": ("n_layer", "num_layers", "n_layers"),
+            "num_attention_heads": ("n_head", "num_heads"),
+            "hidden_size": ("n_embd", "d_model"), "max_position_embeddings": ("n_positions",)}
+# GPT-J and CodeGen: rotary_dim channels rotate, in pairs (2i, 2i+1), base 10 000 fixed in
+# transformers models/gptj/modeling_gptj.py (create_sinusoidal_positions).
+_ROTARY_DIM = {"gptj": "gptj", "codegen": "codegen"}
+
 
 @dataclasses.dataclass(frozen=True)
 class Value:
@@ -181,10 +208,11 @@ class LayerPlan:
 
     @property
     def turning_pairs_in_span(self):
-        """How many pairs complete a turn within the window or chunk (``None`` if none)."""
+        """How many pairs complete a turn within the window or chunk (``None`` if none); an
+        encoder's window (``extras["reach"]``) counts the distance it reaches to either side."""
         if self.inv_freq is None or self.span is None:
             return None
-        return int(np.sum(self.wavelengths <= self.span))
+        return int(np.sum(self.wavelengths <= self.extras.get("reach", self.span)))
 
     def signature(self):
         """Everything but the index and the arrays: equal signatures fold into one run."""
@@ -207,6 +235,7 @@ class PositionPlan:
     not_interpreted: list
     notes: list
     text_config: bool
+    scheme: str | None = None
 
     def __post_init__(self):
         if self.model_type is not None and not isinstance(self.model_type, str):
@@ -222,6 +251,8 @@ class PositionPlan:
                 raise TypeError(f"{name} must be a list, got {getattr(self, name)!r:.60}")
         if not isinstance(self.text_config, (bool, np.bool_)):
             raise TypeError(f"text_config must be a bool, got {self.text_config!r:.60}")
+        if self.scheme is not None and not isinstance(self.scheme, str):
+            raise TypeError(f"scheme must be a string or None, got {self.scheme!r:.60}")
 
     def layer_types(self):
         """The ``layer_type`` of every layer, as transformers names them."""
@@ -300,21 +331,37 @@ class _Defaults:
     @property
     def instance(self):
         if self._instance is None and self.cls is not None:
-            self._instance = self.cls()
-        return self._instance
+            try:
+                with _quiet():
+                    self._instance = self.cls()
+            except Exception:  # a class that needs arguments: no instance defaults
+                self._instance = False
+        return self._instance or None
+
+    def aliases(self, key):
+        """The file keys the class reads ``key`` from (its ``attribute_map``); without a class,
+        the older names listed in ``_ALIASES``."""
+        if self.cls is None:
+            return _ALIASES.get(key, ())
+        amap = getattr(self.cls, "attribute_map", None) or {}
+        return tuple(v for k, v in amap.items() if k == key and isinstance(v, str))
 
     def get(self, key, layer_type=None):
         """The class default of ``key`` (``(found, value)``); ``layer_type`` picks the entry of a
         per-type default (``default_theta`` of Gemma 3 and ModernBERT)."""
         if self.cls is None:
             return False, None
-        if key == "rope_theta":
+        fields = getattr(self.cls, "__dataclass_fields__", {})
+        if key == "rope_theta" and fields:
             theta = getattr(self.cls, "default_theta", None)
             if isinstance(theta, dict):
                 theta = theta["local" if layer_type == "sliding_attention" else "global"]
             return theta is not None, theta
+        if key == "rope_theta" and layer_type == "sliding_attention" and \
+                self.model_type == "gemma3_text":  # transformers 4.x: its own argument
+            key = "rope_local_base_freq"
         if key == "partial_rotary_factor":
-            params = self.instance.rope_parameters or {}
+            params = getattr(self.instance, "rope_parameters", None) or {}
             if _is_nested(params):
                 params = params.get(layer_type or "full_attention") or {}
             if "partial_rotary_factor" in params:
@@ -339,10 +386,35 @@ class _Defaults:
             if key == "global_attn_every_n_layers" and len(full) > 1:
                 return True, full[1] - full[0]
             return False, None
-        fields = getattr(self.cls, "__dataclass_fields__", {})
         if key in fields and fields[key].default is not dataclasses.MISSING:
             return True, fields[key].default
+        if not fields:  # transformers 4.x: config classes take their defaults as arguments
+            import inspect
+
+            param = inspect.signature(self.cls.__init__).parameters.get(key)
+            if param is not None and param.default is not inspect.Parameter.empty:
+                return True, param.default
         return False, None
+
+
+def _quiet():
+    """A context in which transformers' warnings and log lines are not printed."""
+    import contextlib
+    import logging
+    import warnings
+
+    @contextlib.contextmanager
+    def quiet():
+        logger = logging.getLogger("transformers")
+        level = logger.level
+        logger.setLevel(logging.ERROR)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+        finally:
+            logger.setLevel(level)
+    return quiet()
 
 
 class _StoredDefaults:
@@ -364,9 +436,13 @@ class _StoredDefaults:
                       + ".".join(record.version.split(".")[:2]) + ")")
         booleans = set(inputs.get("booleans", ()))
         self.values = {}
+        self.instance = None
         for key, value in record.outputs.items():
             value = value.item() if value.ndim == 0 else value.tolist()
             self.values[key] = bool(value) if key.split("@")[0] in booleans else value
+
+    def aliases(self, key):
+        return ()
 
     def get(self, key, layer_type=None):
         for name in (f"{key}@{layer_type}", key):
@@ -436,6 +512,7 @@ class _Reader:
 
     def get(self, key, *aliases, layer_type=None, default=True, required=False, name=None):
         name = name or key
+        aliases = (*aliases, *self.defaults.aliases(key))
         for k in (key, *aliases):
             if k in self.cfg:
                 self.read.add(k)
@@ -499,7 +576,12 @@ def _layer_types(model_type, r, n):
                 "gemma4", "Gemma4TextConfig"))
             note += "; the last layer is made full_attention, as transformers does for Gemma 4"
         flags = _rope_flags(model_type, r, n) if model_type in ("llama4_text", "smollm3") else None
+        if model_type in ("cohere2", "exaone4"):
+            flags, rule = _sliding_rope_flags(model_type, r, types)
+            note += "; " + rule
         return types, flags, note
+    if model_type in ("cohere2", "exaone4"):
+        return _sliding_pattern(model_type, r, n)
     if model_type in ("gemma2", "gpt_oss"):
         model, cls = {"gemma2": ("gemma2", "Gemma2Config"), "gpt_oss": ("gpt_oss", "GptOssConfig")}[
             model_type]
@@ -576,6 +658,44 @@ def _layer_types(model_type, r, n):
     types = ["full_attention"] * n
     r.values["layer_types"] = Value(types, "absent (no layer_types, no window): every layer full")
     return types, None, "every layer attends to all earlier positions"
+
+
+def _sliding_pattern(model_type, r, n):
+    """Cohere2 and EXAONE 4 without layer_types: sliding_window_pattern p (an integer) makes
+    layers p-1, 2p-1, ... global (Cohere2Config / Exaone4Config.__post_init__)."""
+    model, cls = {"cohere2": ("cohere2", "Cohere2Config"),
+                  "exaone4": ("exaone4", "Exaone4Config")}[model_type]
+    if model_type == "exaone4" and "sliding_window" in r.cfg and r.cfg["sliding_window"] is None:
+        raise ValueError("sliding_window: null and no layer_types: Exaone4Config then divides "
+                         "by a pattern of 0 (transformers cannot build the layers either)")
+    if "sliding_window_pattern" in r.cfg:
+        p = r.get("sliding_window_pattern")
+    else:  # Cohere2Config pops it with default 4; Exaone4Config's field default is 4
+        p = r.record("sliding_window_pattern", 4, _config_rule(model, cls))
+    if isinstance(p, str):
+        raise ValueError(f"sliding_window_pattern: {p!r} is a string (as in EXAONE 4's files), "
+                         "which transformers' rule cannot use without layer_types")
+    p = _int(p, "sliding_window_pattern")
+    types = ["sliding_attention" if (i + 1) % p else "full_attention" for i in range(n)]
+    r.values["layer_types"] = Value(list(types), _config_rule(model, cls))
+    flags, rule = _sliding_rope_flags(model_type, r, types)
+    return types, flags, (f"{model_type}: layers {p - 1}, {2 * p - 1}, ... global "
+                          f"(sliding_window_pattern {p}); {rule}")
+
+
+def _sliding_rope_flags(model_type, r, types):
+    """Cohere2: RoPE only in layers with a window (Cohere2Attention.forward); EXAONE 4: RoPE in
+    sliding layers, and in every layer when the file has no window (Exaone4Attention.forward)."""
+    window = r.get("sliding_window")
+    model = {"cohere2": "Cohere2Attention", "exaone4": "Exaone4Attention"}[model_type]
+    if model_type == "exaone4" and window is None:
+        flags = [1] * len(types)
+    else:
+        flags = [int(t == "sliding_attention" and window is not None) for t in types]
+    r.values["RoPE layers"] = Value(fold_layers([i for i, f in enumerate(flags) if f]) or "none",
+                                    _rule(f"models/{model_type}/modeling_{model_type}.py",
+                                          f"{model}.forward"))
+    return flags, "RoPE only in the sliding-window layers, the global layers are NoPE"
 
 
 def _rope_flags(model_type, r, n):
@@ -733,6 +853,11 @@ def position_plan(config, *, class_defaults=True):
         notes.append(f"model_type {model_type!r}: no config class found (transformers missing or "
                      "unknown type); values not in the file are unknown")
 
+    scheme = _no_rope_scheme(model_type, r)
+    if scheme is not None:
+        return PositionPlan(model_type=model_type, layers=[], values=r.values,
+                            not_interpreted=[], notes=notes, text_config=outer_type is not None,
+                            scheme=scheme)
     n = _int(r.get("num_hidden_layers", required=True), "num_hidden_layers")
     max_pos = r.get("max_position_embeddings")
     if max_pos is not None:
@@ -792,6 +917,8 @@ def position_plan(config, *, class_defaults=True):
             for k, v in plans_by_type[lt].items():
                 setattr(layer, k, v)
         _extras(model_type, r, layer)
+        if model_type == "modernbert" and span is not None:
+            layer.extras["reach"] = span // 2  # ModernBertModel: |i - j| <= local_attention // 2
         layers.append(layer)
 
     if "attention_chunk_size" in text and "chunked_attention" not in types:
@@ -807,6 +934,38 @@ def position_plan(config, *, class_defaults=True):
                         text_config=outer_type is not None or bool(outer))
 
 
+def _no_rope_scheme(model_type, r):
+    """What a family without RoPE uses (``"<scheme>; taught in notebooks/<chapter>"``), None
+    for a RoPE family; a family without a rule is refused, the reason named."""
+    if model_type is None:
+        raise ValueError("model_type: not in the file, so which family's rules apply is "
+                         "unknown (add the checkpoint's model_type)")
+    kind = _NO_ROPE.get(model_type)
+    if model_type == "falcon" and r.get("alibi", default=False):
+        kind = _ALIBI
+    if model_type == "mpt":
+        attn = r.cfg.get("attn_config") or {}
+        if isinstance(attn, dict) and attn.get("alibi") is False:
+            raise ValueError("attn_config.alibi: false, and MPT without ALiBi uses no position "
+                             "signal the inspector has a rule for")
+    if kind is not None:
+        return f"{kind[0]}, no RoPE; taught in notebooks/{kind[1]}"
+    if model_type in _FAMILIES:
+        return None
+    tf = _transformers()
+    if tf is None:
+        raise ValueError(f"model_type {model_type!r}: unknown to the inspector's rules, and "
+                         "transformers, which may know it, is not installed "
+                         "(pip install 'course-utils[reference]')")
+    from transformers import CONFIG_MAPPING
+
+    if model_type in CONFIG_MAPPING:
+        raise ValueError(f"model_type {model_type!r}: unknown to the inspector (no rule read "
+                         "for this family's layer kinds and RoPE use)")
+    raise ValueError(f"model_type {model_type!r}: unknown to the inspector and to transformers "
+                     f"{tf.__version__} (a checkpoint that ships its own modeling code)")
+
+
 def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     params, field, params_source = _rope_params(model_type, r, layer_type)
     theta_key = params.pop("__theta_key", None)
@@ -814,6 +973,8 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     if unknown:
         raise ValueError(f"{field}: key(s) {unknown} not understood; known: {sorted(_ROPE_KEYS)}")
     kind = _scaling_type(model_type, params, field)
+    if model_type in _ROTARY_DIM:
+        return _rotary_dim_plan(model_type, r, head_dim)
     base = params.get("rope_theta")
     base_field = f"{field}.rope_theta"
     if base is None:
@@ -831,6 +992,9 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
             if r.cfg["rope_theta"] != base:
                 r.record("rope_theta (top level, overridden)", r.cfg["rope_theta"], FILE)
     base = _number(base, base_field)
+    if not np.isfinite(base) or base <= 1:
+        raise ValueError(f"{base_field}: must be a finite number above 1 (the RoPE base), "
+                         f"got {base!r}")
     if mla_rope is not None:
         rotary = _int(mla_rope, "qk_rope_head_dim")
     else:
@@ -878,8 +1042,10 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
         source = (f"{field}.original_max_position_embeddings"
                   if params.get("original_max_position_embeddings") is not None
                   else "original_max_position_embeddings")
-    elif kind == "linear":
-        source = "max_position_embeddings / factor"  # set below, once the factor is read
+    elif kind == "linear" and max_pos is not None:
+        # Position interpolation (Chen et al. 2023) states no pre-scaling length: L is the
+        # file's max_position_embeddings, the length the divided frequencies are run on.
+        original, source = max_pos, "max_position_embeddings, the scaled context"
     elif max_pos is not None:
         original, source = max_pos, "max_position_embeddings"
         r.values.setdefault("original_max_position_embeddings", Value(max_pos, _rule(
@@ -903,12 +1069,6 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     factor = _number(factor, f"{field}.factor")
     if factor < 1:
         raise ValueError(f"{field}.factor: must be at least 1 (a context extension), got {factor!r}")
-    if original is None:
-        # Linear scaling (position interpolation, Chen et al. 2023: a model trained on L positions
-        # runs on s L by dividing positions by s) states no original length: L = max / s. Gemma 3
-        # (Gemma Team 2025, section 5.3) was pre-trained on 32K sequences and rescaled by 8 for
-        # 128K, so this L is the span the divided positions cover, not its training length.
-        original = max(1, int(round(max_pos / factor)))
     out["context_source"] = source
     kwargs = {k: params[k] for k in _SCALING_PARAMS[kind] if params.get(k) is not None}
     if kind == "yarn" and "truncate" in kwargs and not isinstance(kwargs["truncate"], bool):
@@ -944,6 +1104,24 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     return out
 
 
+def _rotary_dim_plan(model_type, r, head_dim):
+    """GPT-J and CodeGen: the first ``rotary_dim`` channels of a head rotate in pairs
+    (2i, 2i+1) with base 10 000 (modeling_<family>.create_sinusoidal_positions)."""
+    rotary = r.get("rotary_dim", required=True)
+    if rotary is None:
+        raise ValueError("rotary_dim: null: transformers then builds frequencies for hidden_size "
+                         "channels, not a head's; the inspector has no rule for it")
+    rotary = _int(rotary, "rotary_dim")
+    if rotary % 2 or rotary > head_dim:
+        raise ValueError(f"rotary_dim: must be even and at most head_dim {head_dim}, got {rotary}")
+    r.values.setdefault("rope_theta", Value(10000.0, _rule(
+        f"models/{model_type}/modeling_{model_type}.py", "create_sinusoidal_positions")))
+    r.values.setdefault("layout", Value("pairs (2i, 2i+1)", _rule(
+        f"models/{model_type}/modeling_{model_type}.py", "rotate_every_two")))
+    return {"base": 10000.0, "rotary_dim": rotary, "scaling": None, "scaling_params": {},
+            "attention_factor": 1.0, "inv_freq": rope_inv_freq(rotary, base=10000.0)}
+
+
 def _extras(model_type, r, layer):
     long_inv = layer.__dict__.pop("extras_long", None)
     if long_inv is not None:
@@ -967,7 +1145,8 @@ def _extras(model_type, r, layer):
         scale = deepseek_softmax_scale(qk, {k: v for k, v in params.items()
                                             if k in ("rope_type", "factor", "mscale_all_dim")})
         layer.extras["softmax scale"] = round(scale, 8)
-    if "query_pre_attn_scalar" in r.cfg and layer.attention != "none":
+    if layer.attention != "none" and ("query_pre_attn_scalar" in r.cfg or model_type in (
+            "gemma2", "gemma3_text")) and r.get("query_pre_attn_scalar") is not None:
         q = _number(r.get("query_pre_attn_scalar"), "query_pre_attn_scalar")
         layer.extras["softmax scale"] = round(q ** -0.5, 8)
 
@@ -999,7 +1178,7 @@ def fold_layers(indices):
 def _num(x):
     if x is None:
         return "?"
-    if float(x).is_integer():
+    if float(x).is_integer() and abs(x) < 1e15:
         return f"{int(x):,}".replace(",", " ")
     return f"{x:.6g}"
 
@@ -1031,14 +1210,15 @@ def _details(layer):
         lam = layer.wavelengths
         finite = lam[np.isfinite(lam)]
         still = lam.size - finite.size
-        out.append(f"{finite.size} turning pairs{f' (+{still} that do not turn)' if still else ''}, "
+        out.append(f"{finite.size} rotating pairs{f' (+{still} that do not turn)' if still else ''}, "
                    f"wavelengths {_num(finite.min())} to "
                    f"{_num(finite.max())}; {layer.turning_pairs} complete a turn within "
                    f"L = {_num(layer.context)}"
                    + (f" ({layer.context_source})" if layer.context_source else ""))
         if layer.span is not None:
-            out.append(f"{layer.turning_pairs_in_span} complete a turn within the "
-                       f"{layer.attention} span {_num(layer.span)}")
+            reach = layer.extras.get("reach")
+            span = f"+-{_num(reach)} window" if reach else f"{layer.attention} span {_num(layer.span)}"
+            out.append(f"{layer.turning_pairs_in_span} complete a turn within the {span}")
         if layer.attention_factor not in (None, 1.0):
             out.append(f"attention factor on cos and sin {layer.attention_factor:.6g}")
         if "mrope_section" in layer.scaling_params:
@@ -1060,6 +1240,10 @@ def format_plan(plan, *, title=None):
     lines = []
     if title:
         lines.append(title)
+    if plan.scheme is not None:
+        lines.append(_fill(f"model_type {plan.model_type}: {plan.scheme}", width=88,
+                           subsequent_indent="    "))
+        return "\n".join(lines)
     lines.append(f"model_type {plan.model_type}, {len(plan.layers)} layers")
     for note in plan.notes:
         lines.append(_fill(f"({note})", width=88, initial_indent="  ",
@@ -1125,6 +1309,8 @@ def plan_summary(plan):
         settings.setdefault(text, layer.attention)
     kinds = set(settings.values())
     rope = " / ".join(f"{t} ({kind})" if len(kinds) > 1 else t for t, kind in settings.items())
+    if plan.scheme is not None:
+        return {"attention": "?", "rope": "none: " + plan.scheme.split(",")[0]}
     nope = sum(1 for layer in plan.layers if not layer.rope and layer.attention != "none")
     if nope:
         rope = f"{rope}; NoPE in {nope}" if rope else f"NoPE in {nope}"
@@ -1184,6 +1370,86 @@ def plot_plan(plan, path, *, title=None):
     plt.close(fig)
 
 
+_HELP = """\
+what the plan says:
+  L              the context a layer's pairs are counted within: the scaling parameters'
+                 original_max_position_embeddings where the file gives it, else the file's
+                 max_position_embeddings (for linear scaling that is the scaled length: the
+                 file does not state the length the model was pre-trained on)
+  turning pairs  pairs (i) whose wavelength 2 pi / theta_i is at most L positions: they
+                 complete at least one full turn inside the context; the others do not
+  labels         file: the value is in the file; class default (transformers X.Y): the file
+                 omits it and transformers' config class supplies it; rule of ...: a rule of
+                 transformers' code, named by file and function; unknown: none of these
+example:
+  python -m course_utils.explain gemma3_4b --plot gemma3_4b.png
+  python -m course_utils.explain path/to/model_folder      (reads its config.json)
+"""
+
+
+def _resolve(source, class_defaults):
+    """``(config, title, class_defaults)`` for a path, a model folder or a stored name."""
+    if os.path.isdir(source):
+        path = pathlib.Path(source) / "config.json"
+        if not path.is_file():
+            raise ValueError(f"config: the folder {source!r} has no config.json")
+        return path, None, class_defaults
+    if os.path.exists(source):
+        return source, None, class_defaults
+    from .data import library_record, library_record_names
+    from .data.released import released_config, released_config_names
+
+    names = released_config_names()
+    if source not in names:
+        import difflib
+
+        key = re.sub(r"[^a-z0-9]+", "_", source.lower().split("/")[-1]).strip("_")
+        close = difflib.get_close_matches(key, names, n=4, cutoff=0.5)
+        hint = f"; close stored names: {', '.join(close)}" if close else ""
+        raise ValueError(f"config: {source!r} is neither a file, a model folder nor a stored "
+                         f"name (the inspector reads no model hub){hint}; "
+                         f"stored: {', '.join(names)}")
+    rec = released_config(source)
+    stored = f"class_defaults_{source}"
+    if class_defaults and _transformers() is None and stored in library_record_names():
+        # Without transformers, a stored file's class defaults come from their record.
+        class_defaults = library_record(stored)
+    return rec.config, f"{rec.name} ({rec.checkpoint})", class_defaults
+
+
+def _plot_path(path):
+    """The figure's path: a missing suffix becomes .png; refuse formats matplotlib lacks."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    if os.path.isdir(path):
+        raise ValueError(f"--plot {path}: is a folder; give a file name such as plan.png")
+    suffix = pathlib.Path(path).suffix.lower().lstrip(".")
+    if not suffix:
+        return path + ".png"
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if suffix not in formats:
+        raise ValueError(f"--plot {path}: unknown figure format {suffix!r}; accepted: "
+                         f"{', '.join(sorted(formats))}")
+    return path
+
+
+def _run(args):
+    source, title, class_defaults = _resolve(args.config, not args.no_class_defaults)
+    plan = position_plan(source, class_defaults=class_defaults)
+    plot = _plot_path(args.plot) if args.plot else None
+    print(format_plan(plan, title=title))
+    if plot:
+        try:
+            plot_plan(plan, plot, title=title)
+        except OSError as exc:
+            raise ValueError(f"--plot {args.plot}: cannot write the figure "
+                             f"({exc.strerror})") from None
+        print(f"figure saved to {plot}")
+
+
 def main(argv=None):
     """``python -m course_utils.explain CONFIG [--plot FILE] [--no-class-defaults]``."""
     if argv is not None and (not isinstance(argv, (list, tuple))
@@ -1192,41 +1458,33 @@ def main(argv=None):
                         f"got {argv!r:.60}")
     parser = argparse.ArgumentParser(
         prog="python -m course_utils.explain",
-        description="Print the position plan of a model config.json, layer by layer.")
-    parser.add_argument("config", help="path to a config.json, or the name of a stored config")
-    parser.add_argument("--plot", metavar="FILE", help="also save a figure of layers by pairs")
+        description="Print the position plan of a model config.json, layer by layer.",
+        epilog=_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config", help="a config.json, a model folder holding one, or the "
+                        "name of a stored config (e.g. gemma3_4b)")
+    parser.add_argument("--plot", metavar="FILE", help="also save a figure of layers by pairs "
+                        "(.png unless FILE names another format)")
     parser.add_argument("--no-class-defaults", action="store_true",
                         help="do not look up the config class's defaults for omitted keys")
     args = parser.parse_args(argv)
-    source = args.config
-    title = None
-    class_defaults = not args.no_class_defaults
-    if not os.path.exists(source):
-        from .data import library_record, library_record_names
-        from .data.released import released_config, released_config_names
-        if source in released_config_names():
-            rec = released_config(source)
-            stored = f"class_defaults_{source}"
-            if class_defaults and _transformers() is None and stored in library_record_names():
-                # Without transformers, a stored file's class defaults come from their record.
-                class_defaults = library_record(stored)
-            source, title = rec.config, f"{rec.name} ({rec.checkpoint})"
     try:
-        plan = position_plan(source, class_defaults=class_defaults)
+        _run(args)
     except (TypeError, ValueError) as exc:
-        print(_fill(f"error: {exc}", width=88, subsequent_indent="    "),
-              file=sys.stderr)
+        print(_fill(f"error: {exc}", width=88, subsequent_indent="    "), file=sys.stderr)
         return 2
-    print(format_plan(plan, title=title))
-    if args.plot:
-        try:
-            plot_plan(plan, args.plot, title=title)
-        except OSError as exc:
-            print(f"error: --plot {args.plot}: cannot write the figure ({exc.strerror})",
-                  file=sys.stderr)
-            return 2
-        print(f"figure saved to {args.plot}")
+    except BrokenPipeError:  # output piped to a reader that stopped (head)
+        _silence_stdout()
+        return 0
     return 0
+
+
+def _silence_stdout():
+    """After a broken pipe, point stdout at devnull so Python's exit flush does not fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - no real stdout
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -233,20 +233,21 @@ def test_printed_plans_of_stored_files_fit_88_columns():
         assert not re.search(r"= \d{1,3}\n", text), name  # no "L = 32\n 768"
 
 
-def test_linear_scaling_takes_l_from_max_over_factor_and_says_so():
-    """Linear scaling states no original length: L = max_position_embeddings / factor (position
-    interpolation runs a model trained on L positions on s L), labelled in the plan and its text;
-    a file that gives original_max_position_embeddings keeps it."""
+def test_linear_scaling_counts_once_within_the_file_s_context():
+    """Linear scaling divides the frequencies by s and states no pre-scaling length: L is the
+    file's max_position_embeddings, said so, and the count uses the divided frequencies once
+    (dividing L by s as well would count pairs within L / s^2 of the original ladder); a file
+    that gives original_max_position_embeddings keeps it."""
     plan = position_plan(MULTIMODAL, class_defaults=False)
     globl = plan.layers[3]
-    assert (globl.context, globl.context_source) == (1024, "max_position_embeddings / factor")
+    assert (globl.context, globl.context_source) == (
+        4096, "max_position_embeddings, the scaled context")
     assert plan.layers[0].context_source == "max_position_embeddings"
-    # turning pairs counted by brute force over the scaled ladder: 4 * 2 pi 1e6^(2i/64) <= 1024
+    # turning pairs counted by brute force over the scaled ladder: 4 * 2 pi 1e6^(2i/64) <= 4096
     assert globl.turning_pairs == sum(
-        1 for i in range(32) if 4.0 * 2 * np.pi * 1e6 ** (2 * i / 64) <= 1024)
+        1 for i in range(32) if 4.0 * 2 * np.pi * 1e6 ** (2 * i / 64) <= 4096)
     text = " ".join(format_plan(plan).split())  # lines joined where they wrap
-    assert "L = 1 024 (max_position_embeddings / factor)" in text
-    assert "L = 4 096 (max_position_embeddings)" in text
+    assert "L = 4 096 (max_position_embeddings, the scaled context)" in text
     stated = {**LLAMA_STYLE, "rope_scaling": {"rope_type": "linear", "factor": 2.0,
                                               "original_max_position_embeddings": 3000}}
     layer = position_plan(stated, class_defaults=False).layers[0]
@@ -254,19 +255,22 @@ def test_linear_scaling_takes_l_from_max_over_factor_and_says_so():
         3000, "rope_scaling.original_max_position_embeddings")
 
 
-def test_gemma3_4b_global_layers_take_l_from_the_linear_factor(transformers):
-    """Gemma 3 4B's file gives no max_position_embeddings: the class default 131072, divided
-    by the file's linear factor 8, is the L of the global layers; the local layers keep 131072."""
-    from course_utils.data.released import released_config
-
-    plan = position_plan(released_config("gemma3_4b"))
+@pytest.mark.parametrize("name, head_dim, pairs", [
+    # Hand count: a global pair turns within 131 072 positions when
+    # 8 * 2 pi * 1e6^(2i/d) <= 131072, i.e. i <= (d/2) ln(16384 / 2 pi) / ln(1e6)
+    # = (d/2) * 0.5694: i <= 72.9 for d = 256 (73 pairs), i <= 36.4 for d = 128 (37 pairs).
+    ("gemma3_4b", 256, 73), ("gemma3_27b", 128, 37)])
+def test_gemma3_global_layers_count_pairs_once(name, head_dim, pairs, transformers):
+    """Gemma 3's global layers: base 1e6, linear factor 8, L = 131 072 (the scaled context;
+    the report's 32K pre-training length is not in the file)."""
+    plan = position_plan(released_config(name))
     by_type = plan.by_layer_type()
-    assert plan.values["max_position_embeddings"].value == 131072
-    assert plan.values["max_position_embeddings"].source.startswith("class default")
-    assert (by_type["full_attention"].context, by_type["full_attention"].context_source) == (
-        16384, "max_position_embeddings / factor")
+    globl = by_type["full_attention"]
+    assert (globl.head_dim, globl.context) == (head_dim, 131072)
+    assert globl.turning_pairs == pairs
     assert by_type["sliding_attention"].context == 131072
-    assert "L = 16 384 (max_position_embeddings / factor)" in " ".join(format_plan(plan).split())
+    assert "L = 131 072 (max_position_embeddings, the scaled context)" in " ".join(
+        format_plan(plan).split())
 
 
 STORED = __import__("course_utils.data.released", fromlist=["x"]).released_config_names()
@@ -424,13 +428,15 @@ def test_flat_qwen2_5_vl_file_opens_its_window_where_transformers_does(transform
     assert [layer.attention for layer in plan.layers].count("sliding") == 8
 
 
-def test_file_without_model_type_is_read_with_every_omitted_value_unknown(tmp_path, capsys):
+def test_file_without_model_type_is_refused_naming_the_field(tmp_path, capsys):
+    """Without a model_type no family's rules apply: a plan would be a guess."""
     path = _write(tmp_path, {"text_config": {"num_hidden_layers": 4, "hidden_size": 256,
                                              "num_attention_heads": 4, "rope_theta": 1e4}})
-    plan = position_plan(path)
-    assert plan.model_type is None and len(plan.layers) == 4
-    assert any("no model_type" in note for note in plan.notes)
-    assert main([str(path)]) == 0
+    with pytest.raises(ValueError, match="model_type: not in the file"):
+        position_plan(path)
+    assert main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: model_type") and "Traceback" not in err
 
 
 def test_command_names_unreadable_files_and_unwritable_figures(tmp_path, capsys):
@@ -449,3 +455,122 @@ def test_command_reads_stored_class_defaults_without_transformers(monkeypatch, c
     assert main(["llama4_scout_17b_16e"]) == 0
     assert "class default (transformers 5.23): no_rope_layer_interval 4" in " ".join(
         capsys.readouterr().out.split())
+
+
+COHERE2 = {"model_type": "cohere2", "num_hidden_layers": 8, "hidden_size": 256,
+           "num_attention_heads": 4, "num_key_value_heads": 4, "sliding_window": 64,
+           "sliding_window_pattern": 4,
+           "rope_theta": 50000.0, "max_position_embeddings": 1024}
+EXAONE4 = {"model_type": "exaone4", "num_hidden_layers": 8, "hidden_size": 256, "head_dim": 64,
+           "num_attention_heads": 4, "num_key_value_heads": 4, "sliding_window": 64,
+           "layer_types": ["sliding_attention"] * 3 + ["full_attention"]
+           + ["sliding_attention"] * 3 + ["full_attention"],
+           "rope_theta": 1e6, "max_position_embeddings": 1024}
+
+
+@pytest.mark.parametrize("cfg, attention", [(COHERE2, "Cohere2Attention"),
+                                            (EXAONE4, "Exaone4Attention")])
+def test_global_layers_without_rope_as_the_model_builds_them(cfg, attention, transformers, torch):
+    """Cohere2 and EXAONE 4: three sliding layers to one global, and RoPE only in the sliding
+    layers. The witness: the attention module's own decision, read by running it on a query
+    that RoPE would move (a layer that rotates changes the output when the distances change)."""
+    import importlib
+
+    plan = position_plan(cfg)
+    config = transformers.AutoConfig.for_model(**cfg)
+    assert plan.layer_types() == list(config.layer_types)
+    module = importlib.import_module(
+        f"transformers.models.{cfg['model_type']}.modeling_{cfg['model_type']}")
+    rotary = [n for n in dir(module) if n.endswith("RotaryEmbedding")][0]
+    rope = getattr(module, rotary)(config)
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, config.hidden_size)
+    rotates = []
+    for i in range(config.num_hidden_layers):
+        layer = getattr(module, attention)(config, layer_idx=i).eval()
+        outs = []
+        for step in (5, 9):  # same tokens, other distances, no mask: only RoPE sees it
+            pos = torch.arange(3)[None] * step
+            cos, sin = rope(x, pos)
+            outs.append(layer(x, position_embeddings=(cos, sin), attention_mask=None)[0])
+        rotates.append(not torch.allclose(outs[0], outs[1], atol=1e-6))
+    assert [layer.rope for layer in plan.layers] == rotates
+    assert [layer.rope for layer in plan.layers] == [t == "sliding_attention"
+                                                      for t in config.layer_types]
+
+
+@pytest.mark.parametrize("cfg, words", [
+    ({"model_type": "falcon", "alibi": True, "num_hidden_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4}, ("ALiBi", "06_alibi")),
+    ({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12}, ("learned", "03_")),
+    ({"model_type": "bert", "num_hidden_layers": 12}, ("learned", "03_")),
+    ({"model_type": "t5", "num_layers": 6, "relative_attention_num_buckets": 32},
+     ("buckets", "04_relative")),
+    ({"model_type": "jamba", "num_hidden_layers": 4}, ("no position signal", "01_")),
+    ({"model_type": "bloom", "n_layer": 4}, ("ALiBi", "06_alibi")),
+])
+def test_models_without_rope_get_one_line_naming_the_scheme(cfg, words, capsys, tmp_path):
+    text = format_plan(position_plan(cfg))
+    assert "no RoPE" in text and all(w in text for w in words)
+    assert main([str(_write(tmp_path, cfg))]) == 0
+    out = capsys.readouterr().out
+    assert len(" ".join(out.split())) < 176 and "Traceback" not in out
+
+
+def test_rotary_dim_models_rotate_that_many_channels(transformers, torch):
+    """GPT-J: rotary_dim 64 of a 256-wide head rotate, base 10 000; the witness is the model's
+    own table create_sinusoidal_positions (sin of position 1 gives the frequencies)."""
+    from transformers.models.gptj.modeling_gptj import create_sinusoidal_positions
+
+    plan = position_plan({"model_type": "gptj", "n_layer": 28, "n_embd": 4096, "n_head": 16,
+                          "rotary_dim": 64, "n_positions": 2048})
+    layer = plan.layers[0]
+    assert (len(plan.layers), layer.head_dim, layer.rotary_dim) == (28, 256, 64)
+    table = create_sinusoidal_positions(2, 64).double().numpy()
+    np.testing.assert_allclose(layer.inv_freq, np.arcsin(table[1, :32]), rtol=2e-6)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["google/gemma-3-4b-it"], ("close stored names", "gemma3_4b")),
+    (["gemma3-4b"], ("gemma3_4b",)),
+    (["gemma3_1b", "--plot", "plan.xyz"], ("unknown figure format", "png")),
+])
+def test_command_refusals_are_one_line_with_a_way_on(argv, words, capsys, tmp_path,
+                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and all(w in err for w in words)
+    assert not (tmp_path / "plan.xyz").exists()
+
+
+def test_command_reads_a_model_folder_and_names_the_figure_it_wrote(tmp_path, capsys):
+    folder = tmp_path / "my model"
+    folder.mkdir()
+    _write(folder, LLAMA_STYLE)
+    assert main([str(folder), "--plot", str(tmp_path / "fig")]) == 0
+    out = capsys.readouterr().out
+    assert f"figure saved to {tmp_path / 'fig.png'}" in out and (tmp_path / "fig.png").exists()
+    assert main([str(tmp_path)]) == 2
+    assert "has no config.json" in capsys.readouterr().err
+
+
+def test_piped_output_closed_early_is_not_a_traceback():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        f"{sys.executable} -m course_utils.explain gemma3_4b | head -1", shell=True,
+        capture_output=True, text=True, check=False)
+    assert proc.stdout.startswith("Gemma 3 4B") and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("theta", [1.0, 0.5, float("inf")])
+def test_theta_out_of_range_is_refused_naming_rope_theta(theta):
+    with pytest.raises(ValueError, match="rope_theta: must be a finite number above 1"):
+        position_plan({**LLAMA_STYLE, "rope_theta": theta}, class_defaults=False)
+
+
+def test_huge_theta_is_printed_in_a_few_characters():
+    text = format_plan(position_plan({**LLAMA_STYLE, "rope_theta": 1e308}, class_defaults=False))
+    assert "RoPE base 1e+308," in text
