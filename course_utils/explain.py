@@ -1410,11 +1410,26 @@ def _resolve(source, class_defaults):
                          f"name (the inspector reads no model hub){hint}; "
                          f"stored: {', '.join(names)}")
     rec = released_config(source)
+    title = f"{rec.name} ({rec.checkpoint})"
     stored = f"class_defaults_{source}"
     if class_defaults and _transformers() is None and stored in library_record_names():
         # Without transformers, a stored file's class defaults come from their record.
         class_defaults = library_record(stored)
-    return rec.config, f"{rec.name} ({rec.checkpoint})", class_defaults
+    return rec.config, title, class_defaults
+
+
+def _stored_copy_note(name):
+    """For a stored config read from a re-serialized copy, a line saying so (values labelled
+    "file" are that copy's), else None."""
+    from .data.released import released_config, released_config_names
+
+    if os.path.exists(name) or name not in released_config_names():
+        return None
+    source = released_config(name).source
+    if source.get("copy") != "re-serialized":
+        return None
+    return (f"note: read from a re-serialized copy ({source['repo']} {source['path']}), not "
+            f"the released file, so \"file\" means that copy: {source['note']}")
 
 
 def _plot_path(path):
@@ -1441,6 +1456,9 @@ def _run(args):
     plan = position_plan(source, class_defaults=class_defaults)
     plot = _plot_path(args.plot) if args.plot else None
     print(format_plan(plan, title=title))
+    copy = _stored_copy_note(args.config)
+    if copy:
+        print(_fill(copy, width=88, subsequent_indent="    "))
     if plot:
         try:
             plot_plan(plan, plot, title=title)

@@ -574,3 +574,16 @@ def test_theta_out_of_range_is_refused_naming_rope_theta(theta):
 def test_huge_theta_is_printed_in_a_few_characters():
     text = format_plan(position_plan({**LLAMA_STYLE, "rope_theta": 1e308}, class_defaults=False))
     assert "RoPE base 1e+308," in text
+
+
+@pytest.mark.parametrize("name", STORED)
+def test_stored_files_from_re_serialized_copies_say_so(name, capsys):
+    """A stored file read from a conversion script's copy (not the released config.json) is
+    marked in its source and in the command's output; the others are not."""
+    source = released_config(name).source
+    assert main([name, "--no-class-defaults"]) in (0, 2)
+    out = capsys.readouterr().out
+    marked = source.get("copy") == "re-serialized"
+    assert ("re-serialized copy" in out) == marked
+    if marked:  # the note names what the copy changed
+        assert "rope_theta inside rope_scaling" in source["note"]
