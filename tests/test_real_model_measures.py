@@ -226,3 +226,14 @@ def test_long_context_scores_the_right_tokens_and_renders(tmp_path):
     text = (tmp_path / "out.md").read_text()
     assert "| no scaling | 5.000 | 97.000 |" in text
     assert "| change | +0.500 | -0.010 |" in text
+
+
+def test_nll_from_logits_by_loop():
+    rng = np.random.default_rng(4)
+    logits, ids = rng.normal(size=(5, 7)), np.array([1, 6, 0, 3, 2])
+    nll = measures.nll_from_logits(logits, ids)
+    for t in range(4):
+        p = np.exp(logits[t]) / np.exp(logits[t]).sum()
+        assert nll[t] == pytest.approx(-np.log(p[ids[t + 1]]), rel=1e-12)
+    with pytest.raises(ValueError, match="logits"):
+        measures.nll_from_logits(logits, ids[:4])

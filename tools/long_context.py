@@ -41,15 +41,14 @@ from course_utils.real_model import measures  # noqa: E402
 
 CHUNK = 512  # the last chunk of the long text, and the NoPE runs
 SETTINGS = {
-    "window": {"length": 2048, "window": 512, "n_sink": 4},
-    "skip": {"n_first": 256, "n_second": 256,
-             "ends": [512, 4096, 8192, 12288, 16384, 24576, 32768],
+    "window": {"length": 1024, "window": 256, "n_sink": 4},
+    "skip": {"n_first": 256, "n_second": 256, "ends": [512, 16384, 32768],
              "methods": [["none", 1.0], ["linear", 2.0], ["linear", 4.0], ["ntk", 2.0],
                          ["ntk", 4.0], ["dynamic", 2.0], ["dynamic", 4.0], ["yarn", 2.0],
                          ["yarn", 4.0]]},
-    "true_long": {"length": 12288, "methods": [["none", 1.0], ["yarn", 2.0]],
+    "true_long": {"length": 12288, "methods": [["none", 1.0]],
                   "bins": [0, 2048, 4096, 6144, 8192, 10240, 12288]},
-    "nope": {"length": CHUNK},
+    "nope": {"length": 256, "layers": [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 29]},
 }
 QUICK = {
     "window": {"length": 1024, "window": 256, "n_sink": 4},
@@ -134,6 +133,11 @@ def versions():
             found[package] = md.version(package)
         except md.PackageNotFoundError:
             found[package] = "not installed"
+    import hashlib
+
+    source = (ROOT / "course_utils" / "real_model" / "model.py").read_bytes()
+    found["forward pass (sha256 of course_utils/real_model/model.py)"] = \
+        hashlib.sha256(source).hexdigest()[:12]
     return found
 
 
@@ -199,36 +203,59 @@ def render(result, path):
     path.write_text("\n".join(lines))
 
 
+def _part(task):
+    """One piece of the run in a worker process: (name, settings) -> (name, result)."""
+    name, settings, n_tokens = task
+    from course_utils.real_model import load_model
+
+    model = load_model()
+    ids = measures.corpus_ids(model, n_tokens)
+    if name == "window":
+        return name, run_window(model, ids, **settings["window"])
+    if name.startswith("skip"):
+        half = len(settings["skip"]["methods"]) // 2
+        methods = settings["skip"]["methods"]
+        methods = methods[:half] if name == "skip-a" else methods[half:]
+        return name, run_skip(model, ids, **{**settings["skip"], "methods": methods})
+    if name == "true_long":
+        return name, run_true_long(model, ids, **settings["true_long"])
+    return name, run_nope(model, ids, **settings["nope"])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="a small subset, written to a temporary directory")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite LONG_CONTEXT.md from the stored JSON")
+    parser.add_argument("--workers", type=int, default=3,
+                        help="processes run at once (default 3; each holds the model, ~0.8 GB)")
     args = parser.parse_args(argv)
     out_dir = ROOT / "benchmarks"
     if args.render:
         result = json.loads((out_dir / "long_context.json").read_text())
         render(result, out_dir / "LONG_CONTEXT.md")
         return 0
-    from course_utils.real_model import load_model
+    import concurrent.futures
 
     settings = QUICK if args.quick else SETTINGS
     if args.quick:
         out_dir = pathlib.Path(tempfile.mkdtemp(prefix="long_context_"))
     start = time.perf_counter()
-    model = load_model()
-    ids = measures.corpus_ids(model, settings["true_long"]["length"] if not args.quick
-                              else 2048)
+    n_tokens = 2048 if args.quick else settings["true_long"]["length"]
     result = {"command": COMMAND, "seed": None, "settings": settings, "versions": versions()}
-    print("window experiment", flush=True)
-    result["window"] = run_window(model, ids, **settings["window"])
-    print("skip evaluation", flush=True)
-    result["skip"] = run_skip(model, ids, **settings["skip"])
-    print("one long text", flush=True)
-    result["true_long"] = run_true_long(model, ids, **settings["true_long"])
-    print("one layer without rotation", flush=True)
-    result["nope"] = run_nope(model, ids, **settings["nope"])
+    # the longest piece first; each worker loads the model once per piece
+    tasks = [(name, settings, n_tokens) for name in
+             ("true_long", "skip-a", "skip-b", "window", "nope")]
+    parts = {}
+    with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
+        for name, value in pool.map(_part, tasks):
+            print(f"done: {name}", flush=True)
+            parts[name] = value
+    result["window"] = parts["window"]
+    result["skip"] = {**parts["skip-a"], **parts["skip-b"]}
+    result["true_long"] = parts["true_long"]
+    result["nope"] = parts["nope"]
     result["seconds"] = round(time.perf_counter() - start)
     (out_dir / "long_context.json").write_text(json.dumps(result, indent=1) + "\n")
     render(result, out_dir / "LONG_CONTEXT.md")

@@ -33,7 +33,7 @@ __all__ = [
     "corpus_text", "corpus_ids", "shuffled_sentences", "sink_share_from_attention",
     "window_nll", "shifted_nll", "pair_norms", "inv_freq_without_rotation",
     "scaled_frequencies", "skip_positions", "skip_nll", "rotate_by_angles",
-    "attention_from_angles", "METHODS",
+    "attention_from_angles", "nll_from_logits", "METHODS",
 ]
 
 #: Context-extension methods of :func:`scaled_frequencies`: ``"none"`` leaves the trained
@@ -258,3 +258,17 @@ def attention_from_angles(q, k, angles):
     scores = qr @ kr.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
     scores[:, ~np.tri(q.shape[1], dtype=bool)] = -np.inf
     return softmax(scores, axis=-1)
+
+
+def nll_from_logits(logits, ids):
+    """Next-token loss (T-1,) in nats from a forward pass's logits (T, vocab), in float64:
+    entry ``t`` is ``-log softmax(logits[t])[ids[t + 1]]`` (what ``model.loss`` returns, without
+    a second forward pass when the logits are at hand)."""
+    logits = val.numeric_array(logits, "logits").astype(np.float64)
+    ids = val.numeric_array(ids, "ids", integer=True).astype(np.int64)
+    if logits.ndim != 2 or ids.shape != (logits.shape[0],) or ids.size < 2:
+        raise ValueError(f"logits must be (T, vocab) and ids (T,) with T >= 2, got "
+                         f"{logits.shape} and {ids.shape}")
+    top = logits[:-1].max(axis=-1)
+    lse = top + np.log(np.exp(logits[:-1] - top[:, None]).sum(axis=-1))
+    return lse - logits[np.arange(ids.size - 1), ids[1:]]
