@@ -7,6 +7,7 @@ typed by hand.
 
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 
@@ -25,6 +26,14 @@ def test_every_stored_record_has_a_recorder():
 
 @pytest.mark.parametrize("name", library_record_names())
 def test_record_matches_the_installed_library(transformers, name):
+    if name.startswith("smollm2_"):  # recorded from the released model's file (make model)
+        from course_utils.real_model import files
+
+        if not files.model_available():
+            message = f"{files.GGUF_NAME} is not in {files.cache_dir()}: run `{files.FETCH_COMMAND}`"
+            if os.environ.get("CI") == "true":
+                pytest.fail(message + " (CI must recompute every record)")
+            pytest.skip(message)
     assert library_records.differences(name) == []
 
 
