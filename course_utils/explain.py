@@ -1330,7 +1330,10 @@ def _require_title(title):
 
 def draw_plan(plan, ax, *, title=None):
     """Draw layers (rows) by pairs (columns) on ``ax``, coloured by log10 of the wavelength
-    in positions; layers without RoPE are left blank. Returns the image (for a colorbar)."""
+    in positions. Rows of layers without RoPE are light grey ("no RoPE"), pairs that never
+    turn (infinite wavelength) dark grey ("does not turn"); a white bar marks where each
+    layer's pairs stop turning within L, an orange one within its window or chunk. Returns
+    the image (for a colorbar)."""
     _require_plan(plan)
     if not hasattr(ax, "imshow"):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
@@ -1340,16 +1343,43 @@ def draw_plan(plan, ax, *, title=None):
     width = max((layer.inv_freq.size for layer in plan.layers if layer.inv_freq is not None),
                 default=0) or 1
     grid = np.full((len(plan.layers), width), np.nan)
+    overlay = np.zeros((len(plan.layers), width, 4))
     for layer in plan.layers:
-        if layer.rope:
-            lam = layer.wavelengths
-            grid[layer.index, : lam.size] = np.where(np.isfinite(lam), np.log10(lam), np.nan)
+        if not layer.rope:
+            overlay[layer.index] = (0.85, 0.85, 0.85, 1.0)  # no RoPE
+            continue
+        lam = layer.wavelengths
+        grid[layer.index, : lam.size] = np.where(np.isfinite(lam), np.log10(lam), np.nan)
+        overlay[layer.index, : lam.size][~np.isfinite(lam)] = (0.3, 0.3, 0.3, 1.0)
     im = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis")
+    ax.imshow(overlay, aspect="auto", interpolation="nearest")
+    _mark_counts(plan, ax)
     ax.grid(False)
     ax.set_xlabel("pair i")
     ax.set_ylabel("layer l")
     ax.set_title(title or f"{plan.model_type}: wavelength per layer and pair")
     return im
+
+
+def _mark_counts(plan, ax):
+    """Bars after the last pair that turns within L (white) and within the window (orange),
+    and a legend naming them and the grey rows and cells."""
+    from matplotlib.patches import Patch
+
+    rows = [layer for layer in plan.layers if layer.rope]
+    for attr, colour in (("turning_pairs", "white"), ("turning_pairs_in_span", "orange")):
+        marks = [(getattr(layer, attr), layer.index) for layer in rows
+                 if getattr(layer, attr) is not None]
+        if marks:
+            x, y = zip(*marks, strict=True)
+            ax.scatter(np.array(x) - 0.5, y, marker="|", s=40, color=colour, linewidths=1.5)
+    handles = [Patch(facecolor="white", edgecolor="grey",
+                     label="turns within L: left of the white bar"),
+               Patch(color="orange", label="turns within the window: left of orange"),
+               Patch(color=(0.85, 0.85, 0.85), label="no RoPE"),
+               Patch(color=(0.3, 0.3, 0.3), label="does not turn (wavelength infinite)")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.22, 1.0), fontsize=8,
+              frameon=False)
 
 
 def plot_plan(plan, path, *, title=None):
@@ -1362,11 +1392,11 @@ def plot_plan(plan, path, *, title=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 2 + 0.12 * len(plan.layers)))
+    fig, ax = plt.subplots(figsize=(8, 2 + 0.12 * len(plan.layers)))
     im = draw_plan(plan, ax, title=title)
     fig.colorbar(im, ax=ax, label="log10 wavelength (positions)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=150)
     plt.close(fig)
 
 

@@ -587,3 +587,28 @@ def test_stored_files_from_re_serialized_copies_say_so(name, capsys):
     assert ("re-serialized copy" in out) == marked
     if marked:  # the note names what the copy changed
         assert "rope_theta inside rope_scaling" in source["note"]
+
+
+def test_plot_tells_no_rope_from_pairs_that_do_not_turn_and_marks_l(transformers):
+    """A NoPE layer's row is light grey, a proportional layer's still pairs dark grey, and a
+    bar stands after the last pair that turns within L (the plan's turning_pairs)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_utils.explain import draw_plan
+
+    plan = position_plan(COHERE2)
+    fig, ax = plt.subplots()
+    draw_plan(plan, ax)
+    overlay = ax.images[1].get_array()
+    nope = [layer.index for layer in plan.layers if not layer.rope]
+    assert nope == [3, 7]
+    assert np.allclose(overlay[nope, :, :3], 0.85) and overlay[0, :, 3].max() == 0
+    bars = ax.collections[0].get_offsets()
+    assert [round(x + 0.5) for x, _ in bars] == [
+        layer.turning_pairs for layer in plan.layers if layer.rope]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "no RoPE" in labels and any("does not turn" in t for t in labels)
+    plt.close(fig)
