@@ -95,7 +95,7 @@ witnesses: setup ## Print, per notebook, the checks by the kind of witness they 
 
 explain: setup ## Print what each layer of a model does with positions: make explain CONFIG=path/to/config.json (or a stored name such as gemma3_4b; PLOT=layers.png for a figure)
 	@test -n "$(CONFIG)" || { echo "usage: make explain CONFIG=path/to/config.json [PLOT=layers.png]"; exit 2; }
-	$(PYTHON) -m course_utils.explain $(CONFIG) $(if $(PLOT),--plot $(PLOT))
+	$(PYTHON) -m course_utils.explain "$(CONFIG)" $(if $(PLOT),--plot "$(PLOT)")
 
 library-records: reference ## Re-record the library outputs the notebooks compare with (course_utils/data/library), from the installed transformers
 	$(PYTHON) tools/library_records.py --write
