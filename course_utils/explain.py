@@ -397,6 +397,15 @@ class _Defaults:
         return False, None
 
 
+def _install_hint(defaults):
+    """A hint to install transformers when class defaults were wanted but none could be read."""
+    if getattr(defaults, "enabled", False) and getattr(defaults, "cls", None) is None \
+            and _transformers() is None:
+        return ("; transformers, whose config class would give the default, is not installed "
+                "(pip install 'course-utils[reference]')")
+    return ""
+
+
 def _quiet():
     """A context in which transformers' warnings and log lines are not printed."""
     import contextlib
@@ -528,7 +537,8 @@ class _Reader:
                 where = "use (class defaults not looked up)"
             else:
                 where = "any config class (transformers not installed, or an unknown model_type)"
-            raise ValueError(f"{key}: not in the file and no default in {where}")
+            raise ValueError(f"{key}: not in the file and no default in {where}"
+                             + _install_hint(self.defaults))
         self.record(name, None, UNKNOWN)
         return None
 
@@ -877,7 +887,7 @@ def position_plan(config, *, class_defaults=True):
         if hidden is None or heads is None:
             missing = "hidden_size" if hidden is None else "num_attention_heads"
             raise ValueError(f"head_dim: not in the file, and it cannot be derived as hidden_size / "
-                             f"num_attention_heads ({missing} missing)")
+                             f"num_attention_heads ({missing} missing)" + _install_hint(r.defaults))
         hidden = _int(hidden, "hidden_size")
         heads = _int(heads, "num_attention_heads")
         if hidden % heads:
@@ -1378,8 +1388,8 @@ def _mark_counts(plan, ax):
                Patch(color="orange", label="turns within the window: left of orange"),
                Patch(color=(0.85, 0.85, 0.85), label="no RoPE"),
                Patch(color=(0.3, 0.3, 0.3), label="does not turn (wavelength infinite)")]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.22, 1.0), fontsize=8,
-              frameon=False)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
+              fontsize=8, frameon=False)
 
 
 def plot_plan(plan, path, *, title=None):

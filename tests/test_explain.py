@@ -612,3 +612,16 @@ def test_plot_tells_no_rope_from_pairs_that_do_not_turn_and_marks_l(transformers
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "no RoPE" in labels and any("does not turn" in t for t in labels)
     plt.close(fig)
+
+
+def test_missing_key_without_transformers_says_to_install_it(monkeypatch, tmp_path, capsys):
+    """A downloaded file that relies on its class's defaults (Gemma 3 4B omits head_dim and
+    max_position_embeddings) is refused without transformers, with the way to get them."""
+    import course_utils.explain as explain_module
+
+    monkeypatch.setattr(explain_module, "_transformers", lambda: None)
+    cfg = {**released_config("gemma3_4b").config["text_config"], "model_type": "gemma3_text"}
+    cfg.pop("hidden_size", None)
+    assert main([str(_write(tmp_path, cfg))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "pip install" in " ".join(err.split())
