@@ -310,6 +310,50 @@ def bench_scaling(repeats):
     return rows
 
 
+# ---------------------------------------------------------------------------- released model
+MODEL_TARGET_S = 5.0  # a 512-token forward pass of chapter 13's model, on two cores
+
+
+def bench_real_model(repeats, lengths=(512, 2048, 8192)):
+    """Chapter 13's numpy forward pass (course_utils.real_model) beside transformers' on the same
+    GGUF file (float32, its default attention), per token at each length; rows, or a reason."""
+    from course_utils.real_model import files, load_model
+
+    if not files.model_available():
+        return None, f"not measured: the model file is missing (`{files.FETCH_COMMAND}`)"
+    model = load_model()
+    from course_utils.real_model.measures import corpus_ids
+
+    ids = corpus_ids(model, max(lengths))
+    (t512,) = median_times(lambda: model.forward(ids[:512]), repeats=repeats)
+    rows = [["numpy `Model.forward`, 512 tokens", str(t512), f"< {MODEL_TARGET_S:.0f} s",
+             verdict(t512.wall, MODEL_TARGET_S)]]
+    try:
+        import torch
+        from transformers import LlamaForCausalLM
+
+        path = files.require_model()
+        hf = LlamaForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
+                                              dtype=torch.float32).eval()
+    except ImportError:
+        hf = None
+    for n in lengths:
+        runs = repeats if n <= 512 else 1
+        (t,) = median_times(lambda n=n: model.forward(ids[:n]), repeats=runs)
+        row = [f"{n} tokens: per token, numpy", fmt_time(t.wall / n)]
+        if hf is not None:
+            def run_hf(n=n):
+                with torch.no_grad():
+                    hf(input_ids=torch.tensor(ids[None, :n]), use_cache=False)
+
+            (h,) = median_times(run_hf, repeats=runs)
+            row += [f"transformers {fmt_time(h.wall / n)}", f"ratio {t.wall / h.wall:.1f}x"]
+        else:
+            row += ["transformers not installed", ""]
+        rows.append(row)
+    return rows, None
+
+
 # ---------------------------------------------------------------------------- the course
 LAB_TARGET_S = 120.0  # each lab notebook under nbval, on two cores
 def bench_course(python):
@@ -355,9 +399,16 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5, help="timings per measurement (median)")
     parser.add_argument("--no-course", action="store_true", help="skip the notebooks and the site")
     parser.add_argument("--output", type=pathlib.Path, default=RESULTS)
+    parser.add_argument("--model-only", action="store_true",
+                        help="only time chapter 13's released model; print, write nothing")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
+    if args.model_only:
+        print(f"Load average: {load_average()}")
+        print(_model_section(args.repeats))
+        print(f"Load average: {load_average()}")
+        return 0
 
     load_before = load_average()
     out = ["# Benchmark results", "",
@@ -394,6 +445,9 @@ def main(argv=None):
             "User CPU time per call (median over batches of 200 calls).\n\n"
             + table(["call", "time per call", "peak memory"], bench_scaling(args.repeats)))
 
+    section("Chapter 13's released model: numpy forward pass beside transformers'",
+            _model_section(args.repeats))
+
     if not args.no_course:
         notebooks, rows, main_total, lab_total = bench_course(sys.executable)
         rows.append(["**all except the labs**", f"**{main_total:.1f} s**",
@@ -413,6 +467,15 @@ def main(argv=None):
     args.output.write_text("\n".join(out) + "\n")
     print(f"\nwrote {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
     return 0
+
+
+def _model_section(repeats):
+    rows, reason = bench_real_model(repeats)
+    if rows is None:
+        return reason
+    return ("SmolLM2-135M-Instruct (Q4_1 GGUF dequantized to float32), the first tokens of the "
+            "Python language reference; wall / user CPU time. Lengths above 512 are timed once.\n\n"
+            + table(["run", "time", "transformers / target", "ratio / met"], rows))
 
 
 def _kept_sections(path):
