@@ -188,6 +188,22 @@ def _softmax_inplace(scores):
     return scores
 
 
+#: Up to this many tokens the products run on one BLAS thread: with a few dozen rows, thread
+#: start-up and hand-over cost more than they save, and far more on a busy machine (a 60-token
+#: forward pass: 2 s on one thread, 16 s on two, measured with other jobs on both cores).
+ONE_THREAD_MAX_TOKENS = 256
+
+
+def _blas_threads(n_tokens):
+    import contextlib
+
+    if n_tokens > ONE_THREAD_MAX_TOKENS:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 class Model:
     """SmolLM2-135M-Instruct in numpy. Build it with :func:`load_model`."""
 
@@ -390,11 +406,12 @@ class Model:
         :class:`ForwardResult` with ``logits`` (T, vocab) float32, ``attention``, ``qk`` (dicts
         keyed by layer) and ``sink_share`` ((layers, heads) float64, or None).
         """
-        hidden, attention, qk, sink_share = self._hidden(
-            ids, position_ids, inv_freq, attention_factor, window, n_sink, nope_layers,
-            return_attention, return_qk, sink_keys, chunk)
-        return ForwardResult(logits=hidden @ self.output.T, attention=attention, qk=qk,
-                             sink_share=sink_share)
+        with _blas_threads(np.size(ids)):
+            hidden, attention, qk, sink_share = self._hidden(
+                ids, position_ids, inv_freq, attention_factor, window, n_sink, nope_layers,
+                return_attention, return_qk, sink_keys, chunk)
+            logits = hidden @ self.output.T
+        return ForwardResult(logits=logits, attention=attention, qk=qk, sink_share=sink_share)
 
     def loss(self, ids, **forward_kwargs) -> np.ndarray:
         """Next-token negative log-likelihood per token, (T-1,) float64, in nats: entry ``t`` is
@@ -407,15 +424,16 @@ class Model:
         ids = self._check_ids(ids)
         if ids.size < 2:
             raise ValueError(f"ids must hold at least 2 tokens for a next-token loss, got {ids.size}")
-        hidden = self._hidden(ids, **forward_kwargs)[0]
-        step = int(forward_kwargs.get("chunk", 512))
-        nll = np.empty(ids.size - 1)
-        for start in range(0, ids.size - 1, step):
-            stop = min(start + step, ids.size - 1)
-            logits = (hidden[start:stop] @ self.output.T).astype(np.float64)
-            top = logits.max(axis=-1)
-            lse = top + np.log(np.exp(logits - top[:, None]).sum(axis=-1))
-            nll[start:stop] = lse - logits[np.arange(stop - start), ids[start + 1:stop + 1]]
+        with _blas_threads(ids.size):
+            hidden = self._hidden(ids, **forward_kwargs)[0]
+            step = int(forward_kwargs.get("chunk", 512))
+            nll = np.empty(ids.size - 1)
+            for start in range(0, ids.size - 1, step):
+                stop = min(start + step, ids.size - 1)
+                logits = (hidden[start:stop] @ self.output.T).astype(np.float64)
+                top = logits.max(axis=-1)
+                lse = top + np.log(np.exp(logits - top[:, None]).sum(axis=-1))
+                nll[start:stop] = lse - logits[np.arange(stop - start), ids[start + 1:stop + 1]]
         return nll
 
 
