@@ -19,7 +19,7 @@ OLDEST_TESTS ?= tests notebooks
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid long-context pages clean
+.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid long-context pages clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -108,6 +108,16 @@ normalize: setup ## Normalise notebooks in place without executing them
 
 lab: setup ## Open JupyterLab on notebooks/ with the course environment's kernel
 	$(VENV)/bin/jupyter lab notebooks/
+
+PORT ?= 8000
+serve: book ## Build the site and serve it at http://localhost:8000 (PORT=... for another); search needs a server, not file://
+	@echo "== Serving _build/html at http://localhost:$(PORT)/ (Ctrl-C stops)"
+	$(PYTHON) -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+
+repository: setup ## Set the repository the launch links, CITATION.cff and install cells use: make repository URL=https://github.com/<owner>/<repo> [BRANCH=main]
+	@test -n "$(URL)" || { $(PYTHON) tools/repository.py show; \
+	  echo "usage: make repository URL=https://github.com/<owner>/<repo> [BRANCH=main]"; exit 2; }
+	$(PYTHON) tools/repository.py set $(URL) $(if $(BRANCH),--branch $(BRANCH))
 
 book: setup ## Build the course web site from the committed notebooks into _build/html (EXECUTE=1 re-runs them first)
 ifeq ($(EXECUTE),1)

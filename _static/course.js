@@ -30,3 +30,32 @@
   if (document.readyState === "complete") { whenTypeset(); }
   else { window.addEventListener("load", whenTypeset); }
 })();
+
+/* Search results: a snippet is the page's text around the word found, and a formula's text is
+   its TeX source until MathJax has run, which it has not on the search page. Show formulas in
+   snippets as plain text: delimiters dropped, \mathrm{rh} as rh, \theta as θ. */
+(function () {
+  "use strict";
+  var greek = {alpha: "α", beta: "β", gamma: "γ", delta: "δ", Delta: "Δ", epsilon: "ε",
+    theta: "θ", lambda: "λ", mu: "μ", pi: "π", rho: "ρ", sigma: "σ", tau: "τ", phi: "φ",
+    omega: "ω", ell: "ℓ", cdot: "·", times: "×", le: "≤", leq: "≤", ge: "≥", geq: "≥",
+    approx: "≈", infty: "∞", sum: "Σ", top: "T", to: "→"};
+  function plainMath(text) {
+    return text
+      .replace(/\\[()[\]]/g, "")
+      .replace(/\$/g, "")
+      .replace(/\\(?:mathrm|text|mathbf|mathit|operatorname|boldsymbol|mathcal)\s*\{([^{}]*)\}/g, "$1")
+      .replace(/\\([A-Za-z]+)/g, function (all, name) { return greek[name] || name; })
+      .replace(/[{}]/g, "");
+  }
+  function patch() {
+    if (typeof Search === "undefined" || !Search.htmlToText || Search.coursePlainMath) { return; }
+    var original = Search.htmlToText;
+    Search.htmlToText = function () {
+      return plainMath(original.apply(this, arguments));
+    };
+    Search.coursePlainMath = true;
+  }
+  patch();
+  document.addEventListener("DOMContentLoaded", patch);
+})();

@@ -1030,3 +1030,86 @@ def test_retag_solutions_folds_code_and_output_together():
     assert tool.is_folded_solution(old) and "other" in old.metadata["tags"]
     assert plain.metadata["tags"] == ["hide-input"], "only solution cells change"
     assert tool.retagged_solutions(nb) == 0
+
+
+def test_self_check_questions_answer_on_the_page_without_a_kernel(site, base_url, browser):
+    """Chapter 05's questions (one .Quiz box each): a wrong choice says why it is wrong, the right one says why it is
+    right, and a typed number is judged on Enter, all in the page (jupyterquiz's script in the
+    cell's output); nothing is fetched from another host, and the questions fit a phone."""
+    from course_utils.quiz import quiz_questions
+
+    questions = quiz_questions(5)
+    choice = next(q for q in questions if q["type"] == "multiple_choice")
+    number = next(q for q in questions if q["type"] == "numeric")
+    right = next(a for a in choice["answers"] if a["correct"])
+    wrong = next(a for a in choice["answers"] if not a["correct"])
+    for viewport in (DESKTOP, PHONE):
+        visitor = _Visitor(browser, base_url, viewport=viewport)
+        try:
+            page = visitor.open("notebooks/05_rope.html")
+            quiz = page.locator(".Quiz").first
+            quiz.wait_for(timeout=TIMEOUT_MS)
+            assert page.locator(".Quiz .MCButton").count() >= len(choice["answers"])
+            box = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+            assert box[0] <= box[1], f"at {viewport['width']} px the page scrolls sideways: {box}"
+            # jupyterquiz lays out each question as three siblings: the question, its answers
+            # and its feedback.
+            question = page.locator(".MultipleChoiceQn", has_text=choice["question"][:40]).first
+            answers = question.locator("xpath=following-sibling::div[contains(@class,'Answer')][1]")
+            feedback = question.locator("xpath=following-sibling::div[contains(@class,'Feedback')][1]")
+            answers.locator(".MCButton", has_text=wrong["answer"]).click()
+            assert "incorrect" in feedback.get_attribute("class").split()
+            assert wrong["feedback"][:30] in feedback.inner_text()
+            answers.locator(".MCButton", has_text=right["answer"]).click()
+            assert "correct" in feedback.get_attribute("class").split()
+            assert right["feedback"][:30] in feedback.inner_text()
+            asked = page.locator(".NumericQn", has_text=number["question"][:40]).first
+            field = asked.locator("xpath=following-sibling::div[contains(@class,'Answer')][1]").locator(
+                "input")
+            judged = asked.locator("xpath=following-sibling::div[contains(@class,'Feedback')][1]")
+            field.fill("12345")
+            field.press("Enter")
+            assert number["answers"][1]["feedback"][:30] in judged.inner_text()  # the hint
+            field.fill(str(number["answers"][0]["value"]))
+            field.press("Enter")
+            assert number["answers"][0]["feedback"][:30] in judged.inner_text()
+            assert not visitor.off_host and not visitor.failed and not visitor.errors, (
+                visitor.off_host, visitor.failed, visitor.errors)
+        finally:
+            visitor.close()
+
+
+def test_search_snippets_show_formulas_as_plain_text(site, base_url, browser):
+    """A snippet around a word found shows no TeX source (\\( \\mathrm{...} \\))."""
+    visitor = _Visitor(browser, base_url)
+    try:
+        page = visitor.open("search.html?q=rotary")
+        page.wait_for_function(
+            "() => { const s = document.querySelector('#search-results'); return s &&"
+            " /Search finished|did not match/.test(s.textContent); }", timeout=TIMEOUT_MS)
+        page.wait_for_timeout(1500)  # snippets arrive after the list
+        snippets = page.eval_on_selector_all("#search-results p.context",
+                                             "ps => ps.map(p => p.textContent)")
+        assert snippets, "no snippets shown"
+        with_tex = [s[:120] for s in snippets if re.search(r"\\[()\[\]]|\\[a-zA-Z]+\{", s)]
+        assert not with_tex, f"snippets with TeX source: {with_tex}"
+    finally:
+        visitor.close()
+
+
+def test_a_display_formula_that_scrolls_on_a_phone_shows_a_cue(site, base_url, browser):
+    """At 390 px a display formula wider than the column scrolls inside its box, and its box
+    draws an edge shadow (course.css) so the reader sees there is more."""
+    visitor = _Visitor(browser, base_url, viewport=PHONE)
+    try:
+        page = visitor.open("notebooks/05_rope.html")
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                               timeout=TIMEOUT_MS)
+        page.evaluate("() => MathJax.startup.promise")
+        wide = page.evaluate("""() => [...document.querySelectorAll('article mjx-container[display="true"]')]
+            .filter(m => m.scrollWidth > m.clientWidth + 1)
+            .map(m => getComputedStyle(m).backgroundImage)""")
+        assert wide, "no display formula scrolls at 390 px on chapter 05 (the cue is untested)"
+        assert all(image.count("radial-gradient") == 2 for image in wide), wide
+    finally:
+        visitor.close()

@@ -8,12 +8,22 @@
                                                        # outputs, streams joined as nbval joins them
     python tools/notebooks.py retag-solutions NOTEBOOK...  # give solution cells the metadata of
                                                            # rule 4 (folds code and outputs)
+    python tools/notebooks.py install-cell NOTEBOOK...  # put the install cell (rule 0) first, or
+                                                        # bring it up to date
+    python tools/notebooks.py quiz-cell NOTEBOOK...     # end a chapter with its self-check questions
 
 Normalised means: outputs and execution counts kept; volatile metadata (timings, widget state,
 the kernel's exact Python version) dropped; written by nbformat with sorted keys, so diffs stay small.
 Normalising also writes each figure's caption into a markdown cell right after the figure,
 ``**Figure k.** <caption>``, tagged ``remove-cell``: Jupyter shows it, the web site (which shows
 the caption from the metadata under the numbered figure) leaves it out.
+
+The install cell (rule 0): the first code cell of every notebook installs the course's package
+from the repository configured in pyproject.toml (``[tool.course]``, see tools/repository.py),
+``git+URL@BRANCH``, where ``course_utils`` cannot be imported (Colab), and does nothing and prints
+nothing where it can (``make setup``, Binder). ``COURSE_INSTALL_FROM`` in the environment names
+another source (a local checkout, for the test). The site leaves it out (tag ``remove-cell``).
+``install-cell`` writes it; ``tools/repository.py check`` and the tests find a stale one.
 
 ``check`` also enforces, on every notebook, that code lines and printed lines (streams and
 ``text/plain``) are at most 88 characters (LINE_LENGTH), and, on every chapter (notebooks 01 and
@@ -22,10 +32,13 @@ up), the chapter template:
 1. Title and intro. The first cell is markdown and starts ``# NN · Title`` (NN = the file's
    number). It holds ``**Learning objectives.**``, ``**Prerequisites.**``, ``**Time.** About N
    minutes`` and a link to the notation page, ``(../notation.md)``.
-2. Set-up. The first code cell calls ``use_course_style()``, is tagged ``hide-input`` and has
+2. Set-up. The first code cell after the install cell calls ``use_course_style()``, is tagged ``hide-input`` and has
    ``{"mystnb": {"code_prompt_show": "Show the set-up"}}`` (folded on the site).
 3. Headings. Level-2 headings (``## ``) are not numbered (no ``## 1.``); the last four are, in
-   this order, ``## Common misconceptions``, ``## Summary``, ``## Exercises``, ``## References``.
+   this order, ``## Common misconceptions``, ``## Summary``, ``## Exercises``, ``## References``,
+   then optionally ``## Self-check``: a markdown cell and one code cell that shows the chapter's
+   questions (``course_utils.quiz.show_quiz``, data in ``course_utils/data/quizzes/NN.json``),
+   written by ``quiz-cell``.
 4. Exercises. In the Exercises section each exercise starts a markdown cell with
    ``**Exercise N.M.**`` (N = chapter number, M = 1, 2, ... in order) and is followed, before the
    next exercise, by exactly one solution: a code cell whose first line is
@@ -41,9 +54,10 @@ up), the chapter template:
    prints nothing but ``PASS`` lines and their witnesses, shows no figure, defines no function, and nothing it
    assigns is used by a later cell) is tagged ``hide-input`` with
    ``{"mystnb": {"code_prompt_show": "Show the check"}}``: its PASS lines stay on the page.
-6. Figures. Every figure output has ``mystnb.figure.name`` (``fig-NN-...``) and ``caption`` and
-   ``mystnb.image.alt``; it was drawn by ``use_course_style()``'s formatter (its output metadata
-   has ``width`` and ``smallest_text_px``), and its smallest text is at least 9 px when the
+6. Figures. Every figure output (a PNG, or a moving figure of ``course_utils.interactive``) has
+   ``mystnb.figure.name`` (``fig-NN-...``) and ``caption`` and ``mystnb.image.alt``; a PNG was
+   drawn by ``use_course_style()``'s formatter (its output metadata has ``width`` and
+   ``smallest_text_px``), and its smallest text is at least 9 px when the
    figure is shrunk to the site's column (SITE_COLUMN_PX); a markdown cell refers to it as
    ``[Figure k](#fig-NN-...)`` with its number k (figures are numbered from 1 on each page).
 7. References. The References cell links to the bibliography page, ``(../bibliography.md)``.
@@ -95,10 +109,17 @@ def _is_caption_cell(cell) -> bool:
             and cell.source.startswith("**Figure "))
 
 
+def _is_moving_figure(output) -> bool:
+    """A moving figure of ``course_utils.interactive`` (HTML with its frames and sliders)."""
+    return 'class="course-explorer"' in "".join(output.get("data", {}).get("text/html", ""))
+
+
 def _figure_meta(cell) -> dict | None:
-    """The ``mystnb.figure`` metadata of a code cell that shows a figure, else None."""
+    """The ``mystnb.figure`` metadata of a code cell that shows a figure (a PNG, or a moving
+    figure, numbered and captioned like the others), else None."""
     if cell.cell_type != "code" or not any(
-            "image/png" in output.get("data", {}) for output in cell.get("outputs", [])):
+            "image/png" in output.get("data", {}) or _is_moving_figure(output)
+            for output in cell.get("outputs", [])):
         return None
     return cell.metadata.get("mystnb", {}).get("figure", {})
 
@@ -169,6 +190,9 @@ def _text(nb: nbformat.NotebookNode) -> str:
 def execute(path: pathlib.Path) -> None:
     from nbclient import NotebookClient
 
+    # No progress bars in committed outputs (course_utils.lab reads it; the kernel inherits it).
+    os.environ["COURSE_PROGRESS"] = "0"
+
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb, timeout=TIMEOUT_SECONDS, kernel_name="python3",
@@ -184,6 +208,7 @@ def _execute_copy(path: str) -> tuple[str, float]:
     touched); return the normalised notebook as JSON text and the seconds it took."""
     from nbclient import NotebookClient
 
+    os.environ["COURSE_PROGRESS"] = "0"  # as execute()
     start = time.perf_counter()
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
@@ -384,21 +409,24 @@ def template_problems(path: pathlib.Path, nb) -> list[str]:
                          (r"\]\(\.\./notation\.md(#[^)]*)?\)", "a link to (../notation.md)")):
         if not re.search(needed, intro):
             problems.append(f"the first cell must hold {what}")
-    code = [i for i, cell in enumerate(cells) if cell.cell_type == "code"]
+    code = [i for i, cell in enumerate(cells)
+            if cell.cell_type == "code" and cell.get("id") != INSTALL_CELL_ID]
     if code:
         setup = cells[code[0]]
         if ("use_course_style()" not in setup.source or "hide-input" not in _tags(setup)
                 or _prompt(setup) != PROMPTS["setup"]):
-            problems.append(f"cell {code[0]}: the first code cell must call use_course_style(), "
+            problems.append(f"cell {code[0]}: the set-up cell must call use_course_style(), "
                             f"be tagged hide-input and have code_prompt_show {PROMPTS['setup']!r}")
     headings = [(i, h) for i, cell in enumerate(cells) if cell.cell_type == "markdown"
                 for h in _headings(cell)]
     numbered = [h for _, h in headings if re.match(r"\d+\.\s", h)]
     if numbered:
         problems.append(f"level-2 headings must not be numbered: {numbered}")
+    if headings and headings[-1][1] == QUIZ_HEADING:
+        headings = headings[:-1]
     if [h for _, h in headings[-4:]] != LAST_SECTIONS:
-        problems.append(f"the last level-2 headings must be {LAST_SECTIONS}, got "
-                        f"{[h for _, h in headings[-4:]]}")
+        problems.append(f"the last level-2 headings must be {LAST_SECTIONS} (then "
+                        f"{QUIZ_HEADING!r}), got {[h for _, h in headings[-4:]]}")
     sections = dict((h, i) for i, h in headings)
     start, end = sections.get("Exercises"), sections.get("References")
     if start is not None and end is not None:
@@ -544,10 +572,109 @@ def witness_problems(nb) -> list[str]:
         for item in pass_lines(raw) if item["kind"] is None]
 
 
+INSTALL_CELL_ID = "install-course"
+INSTALL_VARIABLE = "COURSE_INSTALL_FROM"
+
+
+def install_cell_source(url: str, branch: str) -> str:
+    """The install cell's code for a repository URL (empty: none configured) and branch."""
+    source = f"git+{url}@{branch}" if url else ""
+    return "\n".join([
+        "# Installs the course's package where it is missing (as on Colab); does nothing where",
+        "# it is installed (make setup, Binder). From pyproject.toml's repository-url.",
+        "import importlib.util",
+        "import os",
+        "import subprocess",
+        "import sys",
+        "",
+        f'_source = os.environ.get("{INSTALL_VARIABLE}") or (',
+        f'    "{source}")',
+        'if importlib.util.find_spec("course_utils") is None:',
+        "    if not _source:",
+        "        raise ModuleNotFoundError(",
+        '            "course_utils is missing and no repository is configured: run "',
+        "            \"`pip install -e .` in a clone of the course (its README)\")",
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", _source], check=True)',
+        "    importlib.invalidate_caches()",
+    ])
+
+
+def _configured_repository() -> tuple[str, str]:
+    from repository import configured
+
+    return configured()
+
+
+def install_cell_problems(path: pathlib.Path) -> list[str]:
+    """How a notebook's install cell departs from rule 0 (missing, not first, stale)."""
+    nb = nbformat.read(path, as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    wanted = install_cell_source(*_configured_repository())
+    if not code or code[0].get("id") != INSTALL_CELL_ID:
+        return [f"the first code cell is not the install cell (tools/notebooks.py install-cell "
+                f"notebooks/{path.name})"]
+    cell = code[0]
+    problems = []
+    if cell.source != wanted:
+        problems.append("the install cell is not the one pyproject.toml's repository-url gives "
+                        f"(tools/notebooks.py install-cell notebooks/{path.name})")
+    if cell.get("outputs") or "remove-cell" not in _tags(cell):
+        problems.append("the install cell must print nothing here and be tagged remove-cell")
+    return problems
+
+
+def write_install_cell(path: pathlib.Path) -> bool:
+    """Insert the install cell before the first code cell, or update it; True if it changed."""
+    nb = nbformat.read(path, as_version=4)
+    source = install_cell_source(*_configured_repository())
+    existing = [cell for cell in nb.cells if cell.get("id") == INSTALL_CELL_ID]
+    if existing:
+        if existing[0].source == source:
+            return False
+        existing[0].source = source
+    else:
+        cell = nbformat.v4.new_code_cell(source, id=INSTALL_CELL_ID,
+                                         metadata={"tags": ["remove-cell"]})
+        first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
+        nb.cells.insert(first, cell)
+    path.write_text(_text(normalized(nb)))
+    return True
+
+
+QUIZ_HEADING = "Self-check"
+QUIZ_TEXT = (
+    "## Self-check\n\n"
+    "A few quick questions on this chapter. Click an answer, or type a number and press Enter: "
+    "the page says whether it is right, and why. They answer on the web page without a kernel; "
+    "in Jupyter, run the cell below.")
+
+
+def write_quiz_cell(path: pathlib.Path) -> bool:
+    """End a chapter with its Self-check section (rule 3), or update it; True if it changed."""
+    match = re.match(r"(\d\d)_", path.name)
+    if not match:
+        raise ValueError(f"notebook name must start with its number NN_, got {path.name!r}")
+    chapter = int(match.group(1))
+    nb = nbformat.read(path, as_version=4)
+    code = f"from course_utils.quiz import show_quiz\n\nshow_quiz({chapter})"
+    wanted = [
+        nbformat.v4.new_markdown_cell(QUIZ_TEXT, id="self-check-text"),
+        nbformat.v4.new_code_cell(code, id="self-check",
+                                  metadata={"tags": ["remove-input", "nbval-ignore-output"]}),
+    ]
+    kept = [cell for cell in nb.cells if cell.get("id") not in ("self-check-text", "self-check")]
+    old = [cell for cell in nb.cells if cell.get("id") in ("self-check-text", "self-check")]
+    if [(c.cell_type, c.source) for c in old] == [(c.cell_type, c.source) for c in wanted]:
+        return False
+    nb.cells = kept + wanted
+    path.write_text(_text(normalized(nb)))
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("execute", "normalize", "check", "determinism",
-                                                 "retag-solutions"))
+                                                 "retag-solutions", "install-cell", "quiz-cell"))
     parser.add_argument("notebooks", nargs="*", type=pathlib.Path)
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="determinism: kernels run at once (default: up to 2)")
@@ -561,6 +688,12 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "normalize":
         for path in args.notebooks:
             normalize(path)
+    elif args.command == "install-cell":
+        for path in args.notebooks:
+            print(f"{path}: {'install cell written' if write_install_cell(path) else 'up to date'}")
+    elif args.command == "quiz-cell":
+        for path in args.notebooks:
+            print(f"{path}: {'self-check cell written' if write_quiz_cell(path) else 'up to date'}")
     elif args.command == "retag-solutions":
         for path in args.notebooks:
             retag_solutions(path)

@@ -538,5 +538,6 @@ def plot_vs_steps(result, *, axes=None):
         ax.set(title=f"{m}L = {m * result.train_length} tokens", xlabel="fine-tune steps")
         ax.set_ylim(0, 1.04)
     axes[0].set_ylabel(f"accuracy, positions >= {result.train_length}")
-    axes[-1].legend(fontsize=9, loc="lower right")
+    # Outside the panels, right of the last: inside, it covered the curves it names.
+    axes[-1].legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return axes
