@@ -1220,7 +1220,7 @@ def _details(layer):
         lam = layer.wavelengths
         finite = lam[np.isfinite(lam)]
         still = lam.size - finite.size
-        out.append(f"{finite.size} turning pairs{f' (+{still} that do not turn)' if still else ''}, "
+        out.append(f"{finite.size} rotating pairs{f' (+{still} that do not turn)' if still else ''}, "
                    f"wavelengths {_num(finite.min())} to "
                    f"{_num(finite.max())}; {layer.turning_pairs} complete a turn within "
                    f"L = {_num(layer.context)}"
