@@ -59,3 +59,11 @@
   patch();
   document.addEventListener("DOMContentLoaded", patch);
 })();
+
+/* The self-check questions' script (jupyterquiz) reads MathJax.version[0] half a second after
+   the page starts; on a slow phone MathJax (deferred) may not have replaced its configuration
+   object by then. An empty version (falsy, so MathJax still reads the object as its
+   configuration) keeps that read from failing; the questions hold no TeX to typeset. */
+if (window.MathJax && window.MathJax.version === undefined) {
+  window.MathJax.version = "";
+}

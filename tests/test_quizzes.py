@@ -131,10 +131,6 @@ def _twelve_heads():
     return {2 ** -0.5: "half", 2 ** -9: "next", 2 ** -6: "paper"}.get(float(slope), "other")
 
 
-def _cache_row():
-    full = alibi_bias(4, 9, 9)
-    return "row" if np.allclose(alibi_bias(4, 1, 9)[:, 0], full[:, -1]) else "full"
-
 
 def _pi_position():
     inv_freq, _ = rope_scaling("linear", 64, factor=4.0, original_max_position_embeddings=4096)
@@ -198,7 +194,6 @@ ANSWERS = {
     "06-first-slope": lambda: float(alibi_slopes(8)[0]),
     "06-bias": lambda: float(alibi_bias(8, 11)[0, 10, 4]),
     "06-twelve-heads": _twelve_heads,
-    "06-cache": _cache_row,
     "07-pi": _pi_position,
     "07-yarn-factor": lambda: yarn_get_mscale(4.0),
     "07-llama2-pairs": lambda: int((rotations_in_context(
