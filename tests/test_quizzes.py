@@ -31,9 +31,11 @@ from course_utils.scaling import dynamic_ntk_base, rope_scaling, rotations_in_co
 from course_utils.sinusoidal import sinusoidal_encoding, sinusoidal_frequencies, sinusoidal_shift_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
+# SmolLM2-135M-Instruct's config (chapter 13), so its questions need no model file.
+SMOLLM2 = {"head_dim": 64, "base": 100000.0, "original_max_position_embeddings": 8192}
 NOTEBOOKS = {int(p.name[:2]): p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
 # Chapters whose Self-check cell is inserted separately (tools/notebooks.py quiz-cell).
-PENDING = (11, 13)
+PENDING = (11,)
 RNG = np.random.default_rng(0)
 
 
@@ -167,6 +169,36 @@ def _text_after_image():
     return int(ids[0, 27])
 
 
+def _stored_window():
+    stored = json.loads((ROOT / "benchmarks" / "long_context.json").read_text())["window"]
+    full, window, sinks = stored["full"], stored["window"], stored["window + sinks"]
+    if window - full > 0.5 and sinks - full < 0.1:
+        return _in_text(13, "four kept tokens bring it back to within a tenth of a nat", "sinks-restore")
+    return "no-change" if window - full < 0.1 else "both-fail"
+
+
+def _smollm2_offset():
+    q, k = RNG.normal(size=(2, 512, SMOLLM2["head_dim"]))
+    positions = np.arange(512.0)
+
+    def scores(at):
+        rope = {"base": SMOLLM2["base"], "layout": "half"}
+        return apply_rope(q, at, **rope) @ apply_rope(k, at, **rope).T
+
+    if not np.allclose(scores(positions + 60000), scores(positions)):
+        return "rises"
+    rounded = round_to_bfloat16(positions + 60000)
+    return "same-bf16" if np.allclose(scores(rounded), scores(positions)) else "same"
+
+
+def _yarn_kept_pairs():
+    inv_freq, _ = rope_scaling("yarn", SMOLLM2["head_dim"], base=SMOLLM2["base"], factor=2.0,
+                               original_max_position_embeddings=SMOLLM2["original_max_position_embeddings"])
+    unchanged = np.isclose(inv_freq, rope_inv_freq(SMOLLM2["head_dim"], base=SMOLLM2["base"]), rtol=1e-12)
+    assert np.all(unchanged[:unchanged.sum()])  # the fastest pairs, in one run
+    return int(unchanged.sum())
+
+
 ANSWERS = {
     "01-permutation": _attention_outputs,
     "01-bos-output": _bos_output,
@@ -223,6 +255,10 @@ ANSWERS = {
         "and leaves accuracy unchanged", "as-designed"),
     "12-fine-tune": lambda: _in_text(
         12, "PI and dynamic NTK highest by 200 steps, the unchanged RoPE slowest", "unchanged"),
+    "13-window-sinks": _stored_window,
+    "13-offset": _smollm2_offset,
+    "13-pair28": lambda: 511 * float(rope_inv_freq(SMOLLM2["head_dim"], base=SMOLLM2["base"])[28]),
+    "13-yarn-kept": _yarn_kept_pairs,
 }
 
 QUESTIONS = [(chapter, q) for chapter in quiz_chapters() for q in quiz_questions(chapter)]
