@@ -449,7 +449,7 @@ def test_command_names_unreadable_files_and_unwritable_figures(tmp_path, capsys)
 
 
 def test_command_reads_stored_class_defaults_without_transformers(monkeypatch, capsys):
-    import course_utils.explain as explain_module
+    import course_utils.explain.defaults as explain_module
 
     monkeypatch.setattr(explain_module, "_transformers", lambda: None)
     assert main(["llama4_scout_17b_16e"]) == 0
@@ -617,7 +617,7 @@ def test_plot_tells_no_rope_from_pairs_that_do_not_turn_and_marks_l(transformers
 def test_missing_key_without_transformers_says_to_install_it(monkeypatch, tmp_path, capsys):
     """A downloaded file that relies on its class's defaults (Gemma 3 4B omits head_dim and
     max_position_embeddings) is refused without transformers, with the way to get them."""
-    import course_utils.explain as explain_module
+    import course_utils.explain.defaults as explain_module
 
     monkeypatch.setattr(explain_module, "_transformers", lambda: None)
     cfg = {**released_config("gemma3_4b").config["text_config"], "model_type": "gemma3_text"}
