@@ -110,12 +110,14 @@ def test_pair_norms_by_loop_and_unchanged_by_rope():
 
 def test_inv_freq_without_rotation_stops_those_pairs_only():
     inv = 1e4 ** (-np.arange(0, 8, 2) / 8)
-    out = measures.inv_freq_without_rotation(inv, [0, 3])
-    np.testing.assert_array_equal(out, [0.0, inv[1], inv[2], 0.0])
+    # pairs 0 and 1 (not symmetric under reversal: a reversed pair order would stop 2 and 3)
+    out = measures.inv_freq_without_rotation(inv, [0, 1])
+    np.testing.assert_array_equal(out, [0.0, 0.0, inv[2], inv[3]])
     x = np.random.default_rng(2).normal(size=(5, 8))
     turned = apply_rope(x, np.arange(5), layout="half", inv_freq=out)
-    np.testing.assert_allclose(turned[:, [0, 4, 3, 7]], x[:, [0, 4, 3, 7]], rtol=1e-12)
-    assert not np.allclose(turned[:, [1, 5]], x[:, [1, 5]])
+    np.testing.assert_allclose(turned[:, [0, 4, 1, 5]], x[:, [0, 4, 1, 5]], rtol=1e-12)
+    assert not np.allclose(turned[:, [2, 6]], x[:, [2, 6]])
+    assert not np.allclose(turned[:, [3, 7]], x[:, [3, 7]])
     with pytest.raises(ValueError, match="pairs"):
         measures.inv_freq_without_rotation(inv, [4])
 
@@ -148,13 +150,18 @@ def test_skip_positions():
 def test_skip_nll_scores_the_second_chunk_at_its_positions():
     model = RecordingModel()
     ids = np.arange(8)
-    value = measures.skip_nll(model, ids, 4, 100, method="dynamic", factor=2.0)
-    # the stand-in's loss at token t is its position: queries 4..6 sit at 96, 97, 98
-    assert value == pytest.approx(np.mean([96, 97, 98]))
+    # end past the trained 8192: dynamic NTK must adapt to end, not to 8192
+    value = measures.skip_nll(model, ids, 4, 20000, method="dynamic", factor=2.0)
+    # the stand-in's loss at token t is its position: queries 4..6 sit at 19996..19998
+    assert value == pytest.approx(np.mean([19996, 19997, 19998]))
     call = model.calls[-1]
-    np.testing.assert_array_equal(call["position_ids"], [0, 1, 2, 3, 96, 97, 98, 99])
+    np.testing.assert_array_equal(call["position_ids"],
+                                  [0, 1, 2, 3, 19996, 19997, 19998, 19999])
     expected, _ = rope_scaling("dynamic", 64, base=1e5, factor=2.0,
-                               original_max_position_embeddings=8192, seq_len=100)
+                               original_max_position_embeddings=8192, seq_len=20000)
+    at_trained, _ = rope_scaling("dynamic", 64, base=1e5, factor=2.0,
+                                 original_max_position_embeddings=8192, seq_len=8192)
+    assert not np.allclose(expected, at_trained)  # the test can tell the two apart
     np.testing.assert_allclose(call["inv_freq"], expected)
     with pytest.raises(ValueError, match="n_first"):
         measures.skip_nll(model, ids, 7, 100)

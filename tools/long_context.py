@@ -14,10 +14,12 @@ Python language reference (``pydoc_data.topics``) and measures:
   NTK-aware, dynamic NTK and YaRN at factors 2 and 4, no fine-tuning;
 * ``true_long``: one text of ``TRUE_LENGTH`` tokens run whole (no skipping), loss by position,
   for the validation of the skip evaluation on the same first and last chunks;
-* ``nope``: the loss at 512 tokens when one layer's rotation is removed, for every layer.
+* ``nope``: the loss over 256 tokens when one layer's rotation is removed, for 13 of the 30
+  layers.
 
 Writes ``benchmarks/long_context.json`` (read by notebook 13) and ``benchmarks/LONG_CONTEXT.md``
-(tables, the command, the settings and the versions). ``--quick`` runs a small subset into a
+(tables, the command, the settings, the versions, the git commit and the sha256 of every
+course file the run depends on). ``--quick`` runs a small subset into a
 temporary directory (a smoke test). ``--render`` rewrites the Markdown from the JSON. No random
 numbers are drawn: every run of the same forward pass on the same CPU gives the same file.
 """
@@ -123,6 +125,18 @@ def run_nope(model, ids, length, layers=None):
     return {"base": base, "delta": delta}
 
 
+# The course files whose code decides the stored numbers (hashed into the record).
+DEPENDS_ON = (
+    "course_utils/real_model/model.py",
+    "course_utils/real_model/files.py",
+    "course_utils/real_model/measures.py",
+    "course_utils/rope.py",
+    "course_utils/attention.py",
+    "course_utils/scaling.py",
+    "tools/long_context.py",
+)
+
+
 def versions():
     import importlib.metadata as md
 
@@ -134,10 +148,18 @@ def versions():
         except md.PackageNotFoundError:
             found[package] = "not installed"
     import hashlib
+    import subprocess
 
-    source = (ROOT / "course_utils" / "real_model" / "model.py").read_bytes()
-    found["forward pass (sha256 of course_utils/real_model/model.py)"] = \
-        hashlib.sha256(source).hexdigest()[:12]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *DEPENDS_ON], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        found["git commit"] = commit + (" (course files modified)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        found["git commit"] = "unknown (not a git checkout)"
+    for name in DEPENDS_ON:
+        found[f"sha256 of {name}"] = hashlib.sha256((ROOT / name).read_bytes()).hexdigest()[:12]
     return found
 
 

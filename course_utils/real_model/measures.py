@@ -12,7 +12,7 @@ half layout of transformers' ``rotate_half``), so pair 0 is the fastest.
 
 References: Xiao et al. 2024 (StreamingLLM, window + sink experiment); Barbero et al. 2025
 (which frequencies a model uses); Chen et al. 2023 (PI), Peng et al. 2023 (NTK-aware, dynamic,
-YaRN) and Zhu et al. 2024 (PoSE: position ids with a gap).
+YaRN) and Zhu et al. 2023 (PoSE, arXiv:2309.10400: position ids with a gap).
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ def skip_positions(n_first, n_second, end):
 
     The second chunk's queries then see keys up to ``end - 1`` positions back, as the last
     tokens of a text ``end`` tokens long do, from ``n_first + n_second`` forward passes' worth
-    of tokens (the idea of PoSE's skipped position ids, Zhu et al. 2024, used for evaluation)."""
+    of tokens (the idea of PoSE's skipped position ids, Zhu et al. 2023, used for evaluation)."""
     n_first = positive_int(n_first, "n_first")
     n_second = positive_int(n_second, "n_second")
     end = positive_int(end, "end")
