@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validate import positive_int
 from ..real_model.measures import sink_share_from_attention
 from ..scaling import rope_scaling
 from . import answer_of, grade
@@ -33,6 +34,19 @@ def synthetic_attention(layers, heads, T, *, seed=0):
 
     Some heads put a large weight on the first keys (sinks of different strength), so that the
     head with the strongest sink differs between one and several sink keys."""
+    try:
+        if isinstance(layers, (str, bytes)):
+            raise TypeError
+        layers = list(layers)
+    except TypeError:
+        raise TypeError(f"layers must be a sequence of layer numbers, got {layers!r:.60}") from None
+    layers = [positive_int(layer, "layers", allow_zero=True) for layer in layers]
+    heads = positive_int(heads, "heads")
+    T = positive_int(T, "T")
+    if heads * T * T * max(len(layers), 1) > 10**7:
+        raise ValueError(f"layers, heads and T make more than 10**7 weights: "
+                         f"{len(layers)} x {heads} x {T} x {T}")
+    seed = positive_int(seed, "seed", allow_zero=True)
     rng = np.random.default_rng(seed)
     causal = np.tril(np.ones((T, T), dtype=bool))
     out = {}
