@@ -30,7 +30,7 @@ import notebooks as nbtool  # noqa: E402
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # Chapters whose install cell is applied separately (tools/notebooks.py install-cell); remove a
 # name once its notebook has the cell.
-PENDING = ("11_",)
+PENDING = ()
 
 
 def _cells(path: Path) -> list:

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SMOLLM2 = {"head_dim": 64, "base": 100000.0, "original_max_position_embeddings": 8192}
 NOTEBOOKS = {int(p.name[:2]): p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
 # Chapters whose Self-check cell is inserted separately (tools/notebooks.py quiz-cell).
-PENDING = (11,)
+PENDING = ()
 RNG = np.random.default_rng(0)
 
 
