@@ -41,6 +41,31 @@ __all__ = [
 METHODS = ("none", "linear", "ntk", "dynamic", "yarn")
 
 
+def _require(obj, arg, methods=(), attributes=()):
+    """Raise TypeError naming ``arg`` unless ``obj`` has these methods and attributes."""
+    missing = [m for m in methods if not callable(getattr(obj, m, None))]
+    missing += [a for a in attributes if not hasattr(obj, a)]
+    if isinstance(obj, (str, bytes)):  # text has an encode() method, but is not a model
+        missing = [*methods, *attributes]
+    if missing:
+        wanted = ", ".join([f"a {m}() method" for m in methods] + [f"a {a}" for a in attributes])
+        raise TypeError(f"{arg} must be a loaded model (course_utils.real_model.load_model) "
+                        f"with {wanted}; got {type(obj).__name__} without {', '.join(missing)}")
+    return obj
+
+
+def _check_config(config):
+    """``(head_dim, rope_theta, max_position_embeddings)`` of a model's config, checked."""
+    _require(config, "config",
+             attributes=("head_dim", "rope_theta", "max_position_embeddings"))
+    try:
+        return (positive_int(config.head_dim, "config.head_dim", even=True),
+                val.positive_float(config.rope_theta, "config.rope_theta", minimum=1.0),
+                positive_int(config.max_position_embeddings, "config.max_position_embeddings"))
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"config: {exc}") from None
+
+
 @functools.lru_cache(maxsize=1)
 def corpus_text() -> str:
     """The Python language reference's help topics, joined in sorted order (about 465 000
@@ -52,6 +77,7 @@ def corpus_text() -> str:
 
 def corpus_ids(model, n_tokens, *, start=0):
     """``n_tokens`` token ids of :func:`corpus_text`, from token ``start`` on (int64)."""
+    _require(model, "model", methods=("encode",))
     n_tokens = positive_int(n_tokens, "n_tokens")
     start = positive_int(start, "start", allow_zero=True)
     ids = _all_ids(model)
@@ -124,12 +150,20 @@ def window_nll(model, ids, *, window=None, n_sink=0, chunk=512):
     One forward pass with a banded mask equals StreamingLLM's rolling cache (Xiao et al. 2024,
     ``streaming_llm/kv_cache.py``: ``start_size`` + ``recent_size``) with original positions:
     a key's value at layer l depends only on what its own query saw at layer l - 1."""
+    _require(model, "model", methods=("loss",))
+    window = None if window is None else positive_int(window, "window")
+    n_sink = positive_int(n_sink, "n_sink", allow_zero=True)
+    chunk = positive_int(chunk, "chunk")
     return np.asarray(model.loss(ids, window=window, n_sink=n_sink, chunk=chunk))
 
 
 def shifted_nll(model, ids, shift, **forward_kwargs):
     """Per-token loss with every position id moved by ``shift`` (``arange(T) + shift``)."""
+    _require(model, "model", methods=("loss",))
     shift = positive_int(shift, "shift", allow_zero=True)
+    ids = val.numeric_array(ids, "ids", integer=True)
+    if ids.ndim != 1:
+        raise ValueError(f"ids must be a 1-D array of token ids, got shape {ids.shape}")
     positions = np.arange(len(ids), dtype=np.int64) + shift
     return np.asarray(model.loss(ids, position_ids=positions, **forward_kwargs))
 
@@ -151,8 +185,10 @@ def pair_norms(x):
 def inv_freq_without_rotation(inv_freq, pairs):
     """``inv_freq`` with the frequency of each pair in ``pairs`` set to 0: those pairs no
     longer turn with position (their content stays; the rest of RoPE is untouched)."""
-    out = np.array(inv_freq, dtype=np.float64)
-    pairs = np.asarray(pairs, dtype=np.int64).ravel()
+    out = val.numeric_array(inv_freq, "inv_freq").astype(np.float64)
+    if out.ndim != 1:
+        raise ValueError(f"inv_freq must be a 1-D array (head_dim/2,), got shape {out.shape}")
+    pairs = val.numeric_array(pairs, "pairs", integer=True).astype(np.int64).ravel()
     if pairs.size and (pairs.min() < 0 or pairs.max() >= out.size):
         raise ValueError(f"pairs must be indices in 0..{out.size - 1}, got {pairs.tolist()}")
     out[pairs] = 0.0
@@ -167,9 +203,11 @@ def scaled_frequencies(config, method, factor=1.0, *, seq_len=None):
     ``original_max_position_embeddings = max_position_embeddings`` (8192 for SmolLM2).
     ``"dynamic"`` needs ``seq_len``, the length it adapts to.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    d, base = int(config.head_dim), float(config.rope_theta)
+    method = val.choice(method, "method", METHODS)
+    d, base, max_positions = _check_config(config)
+    factor = val.positive_float(factor, "factor")
+    if seq_len is not None:
+        seq_len = positive_int(seq_len, "seq_len")
     if method == "none":
         return base ** (-np.arange(0, d, 2) / d), 1.0
     if method == "dynamic" and seq_len is None:
@@ -177,7 +215,7 @@ def scaled_frequencies(config, method, factor=1.0, *, seq_len=None):
     kwargs = {"seq_len": seq_len} if method == "dynamic" else {}
     inv_freq, attention_factor = rope_scaling(
         method, d, base=base, factor=float(factor),
-        original_max_position_embeddings=int(config.max_position_embeddings), **kwargs)
+        original_max_position_embeddings=max_positions, **kwargs)
     return np.asarray(inv_freq, dtype=np.float64), float(attention_factor)
 
 
@@ -203,8 +241,13 @@ def skip_nll(model, ids, n_first, end, *, method="none", factor=1.0, chunk=512):
 
     ``ids``: the ``n_first + n_second`` tokens, contiguous in the text. Returns the mean loss
     of predicting tokens ``n_first + 1 ..`` (the second chunk, given everything before it)."""
-    ids = np.asarray(ids, dtype=np.int64)
+    _require(model, "model", methods=("loss",), attributes=("config",))
+    ids = val.numeric_array(ids, "ids", integer=True).astype(np.int64)
+    if ids.ndim != 1:
+        raise ValueError(f"ids must be a 1-D array of token ids, got shape {ids.shape}")
     n_first = positive_int(n_first, "n_first")
+    end = positive_int(end, "end")
+    chunk = positive_int(chunk, "chunk")
     if not 0 < n_first < ids.size - 1:
         raise ValueError(f"n_first must be between 1 and len(ids) - 2 = {ids.size - 2}, "
                          f"got {n_first}")

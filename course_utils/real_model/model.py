@@ -56,6 +56,21 @@ class ModelConfig:
     bos_token_id: int
     eos_token_id: int
 
+    def __post_init__(self):
+        for name in ("n_layers", "d_model", "n_heads", "n_kv_heads", "intermediate_size",
+                     "max_position_embeddings", "vocab_size"):
+            val.positive_int(getattr(self, name), name)
+        val.positive_int(self.head_dim, "head_dim", even=True)
+        val.positive_float(self.rope_theta, "rope_theta", minimum=1.0)
+        val.positive_float(self.rms_norm_eps, "rms_norm_eps")
+        for name in ("bos_token_id", "eos_token_id"):
+            if val.positive_int(getattr(self, name), name, allow_zero=True) >= self.vocab_size:
+                raise ValueError(f"{name} must be a token id below vocab_size = "
+                                 f"{self.vocab_size}, got {getattr(self, name)}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_kv_heads must divide n_heads = {self.n_heads}, got "
+                             f"{self.n_kv_heads}")
+
     @property
     def inv_freq(self) -> np.ndarray:
         """The trained frequencies ``rope_theta^(-2i/head_dim)``, shape (head_dim/2,)."""
