@@ -123,14 +123,6 @@ NOT_FUZZED = {
     "course_utils.real_model.model.Model",
     "course_utils.real_model.model.load_model",
     "course_utils.real_model.model.read_config",
-    # Not yet checked at the boundary (junk reaches numpy and raises errors that name no
-    # argument): a known gap, listed here so that it stays visible until their checks exist.
-    "course_utils.real_model.model.ModelConfig",
-    "course_utils.real_model.measures.corpus_ids",
-    "course_utils.real_model.measures.inv_freq_without_rotation",
-    "course_utils.real_model.measures.scaled_frequencies",
-    "course_utils.real_model.measures.skip_nll",
-    "course_utils.real_model.measures.window_nll",
 }
 
 
