@@ -3,11 +3,16 @@ in float32), TRY AGAIN with a hint a learner can act on for plausible wrong answ
 are derived here from the definitions (and, for 1.3, confirmed on a real causal attention layer),
 not from the checkers."""
 
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from exercise_stubs import printed, stub_function
 
 from course_utils.attention import scaled_dot_product_attention
+from course_utils.exercises import require_pass
 from course_utils.exercises.position_problem import (
     check_best_bos_score,
     check_bos_output,
@@ -17,6 +22,7 @@ from course_utils.exercises.position_problem import (
 )
 
 ORDER = [2, 0, 3, 1]
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def _right_permutation(order):
@@ -247,3 +253,40 @@ def test_best_bos_score_wrong(wrong, hint, capsys):
     assert check_best_bos_score(wrong) is False
     out = printed(capsys)
     assert out.startswith("TRY AGAIN") and hint in out
+
+
+def test_require_pass_raises_for_a_wrong_solution_and_not_for_a_right_one(capsys):
+    wrong = _right_permutation(ORDER).T  # the inverse permutation, a plausible slip
+    with pytest.raises(AssertionError, match="did not pass its checker"):
+        require_pass(check_permutation_matrix(wrong, ORDER))
+    assert "TRY AGAIN" in printed(capsys)
+    with pytest.raises(AssertionError, match="did not pass its checker"):
+        require_pass(check_causal_swap(..., n_tokens=6, i=2, j=4))
+    assert "NOT ATTEMPTED" in printed(capsys)
+    assert require_pass(check_permutation_matrix(_right_permutation(ORDER), ORDER)) is None
+    assert printed(capsys).startswith("PASS")
+    with pytest.raises(TypeError, match="verdict must be"):
+        require_pass("PASS")
+
+
+def _code_cells(stem):
+    notebook = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("stem", ["01_position_problem", "02_sinusoidal", "03_learned",
+                                  "04_relative", "05_rope", "06_alibi"])
+def test_solution_cells_raise_on_a_wrong_answer_and_stub_cells_do_not(stem):
+    """A solution cell wraps every checker call in require_pass (a wrong solution stops the
+    notebook); a learner's stub cell calls the checker bare (Run all goes on past it)."""
+    cells = _code_cells(stem)
+    solutions = [src for src in cells if src.startswith("# Solution to Exercise")]
+    assert solutions, f"{stem} has no solution cells"
+    for src in solutions:
+        calls = re.findall(r"^.*\bcheck_(?!close|true|raises)\w+\(", src, flags=re.M)
+        assert calls, f"{stem}: a solution cell calls no checker:\n{src[:200]}"
+        bare = [line for line in calls if not line.startswith("require_pass(check_")]
+        assert not bare, f"{stem}: checker called without require_pass: {bare}"
+    stubs = [src for src in cells if not src.startswith("# Solution to Exercise")
+             and re.search(r"^_ = check_\w+\(", src, flags=re.M)]
+    assert all("require_pass" not in src for src in stubs)

@@ -11,7 +11,8 @@ Every printed line fits :data:`LINE_WIDTH` characters (the notebooks' line lengt
 too long for one line continues on indented lines.
 
 Checkers never raise for a wrong answer, so "Run all" goes on past an unfinished exercise. Solution
-cells wrap the checker in :func:`course_utils.checks.check_true`, which does raise.
+cells wrap the checker in :func:`require_pass`, which does raise: a wrong solution stops the
+notebook, ``require_pass(check_angles(angles_solution))``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import textwrap
 
 import numpy as np
 
-__all__ = ["grade", "answer_of", "LINE_WIDTH"]
+__all__ = ["grade", "answer_of", "require_pass", "LINE_WIDTH"]
 
 LINE_WIDTH = 88
 
@@ -39,6 +40,19 @@ def _say(verdict, name, detail=None):
     if len(head) > LINE_WIDTH:
         text = textwrap.fill(head, LINE_WIDTH, subsequent_indent="    ") + text[len(head):]
     print(text)
+
+
+def require_pass(verdict):
+    """Raise unless a checker's verdict is PASS: solution cells call ``require_pass(check_x(answer))``.
+
+    A checker returns True for PASS and False for NOT ATTEMPTED or TRY AGAIN (it has printed which,
+    with its hint); anything else is not a checker's verdict and raises ``TypeError``.
+    """
+    if not isinstance(verdict, (bool, np.bool_)):
+        raise TypeError(f"verdict must be a checker's return value (True or False), got {verdict!r:.60}")
+    if not verdict:
+        raise AssertionError("the solution did not pass its checker: see the verdict printed above")
+    return None
 
 
 class _NotAttempted(Exception):
