@@ -219,14 +219,14 @@ def sinusoidal_angles(positions, d_model, *, base=10000.0, layout="interleaved",
     """Angles ``p * theta_i`` formed in ``dtype``, shape ``(..., d_model // 2)``.
 
     The float64 frequencies and the positions are each rounded once to ``dtype`` and multiplied in
-    ``dtype``: the best a table built in that precision can do. In float32 each rounding has
-    relative error at most ``2^-24`` (a position below ``2^24`` is exact), so the angle is off by at
-    most about ``p theta_i 2^-23``. This is a floor, not a model of a particular library: fairseq's
-    ``SinusoidalPositionalEmbedding.get_embedding`` forms ``theta_i = exp(-i ln(b) / (d/2 - 1))``
-    in float32, and the rounded argument of ``exp`` (an absolute error up to about
-    ``|ln theta_i| 2^-24``) becomes a relative error of ``theta_i`` of the same size, several times
-    ``2^-24`` for the slow pairs. :func:`sinusoidal_encoding_at` instead forms angles in float64 and
-    rounds only the result.
+    ``dtype``: the best a table whose angles are formed in that precision can do. In float32 each
+    rounding has relative error at most ``2^-24`` (a position below ``2^24`` is exact), so the angle
+    is off by at most about ``p theta_i 2^-23``. This is not a model of a particular library:
+    fairseq's ``SinusoidalPositionalEmbedding.get_embedding`` forms
+    ``theta_i = exp(i * -emb)``, ``emb = ln(b) / (d/2 - 1)``, in float32, rounding both ``-emb``
+    and the product, so ``theta_i`` is off by up to about ``(2 |ln theta_i| + 1) 2^-24`` relative
+    (about 16 times ``2^-24`` at ``d = 2048``). Neither is the best float32 allows:
+    :func:`sinusoidal_encoding_at` forms angles in float64 and rounds only the result.
 
     Parameters
     ----------
