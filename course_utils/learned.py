@@ -79,8 +79,8 @@ class LearnedPositionalEmbedding:
     def resized(self, new_max_len):
         """A new table of ``new_max_len`` rows, linearly interpolated from this one.
 
-        Row ``r`` of the new table is the old table read at the fractional position
-        ``r * (max_len - 1) / (new_max_len - 1)`` (first and last rows kept), the 1-D analogue of
+        Row ``j`` of the new table is the old table read at the fractional position
+        ``j * (max_len - 1) / (new_max_len - 1)`` (first and last rows kept), the 1-D analogue of
         how ViT resizes its position grid to fine-tune at a higher resolution
         (``interpolate_pos_encoding`` in Hugging Face ``models/vit/modeling_vit.py``, bicubic in
         2-D). Interpolation squeezes the old rows closer together; it does not invent knowledge
