@@ -400,14 +400,18 @@ def main(argv=None):
     parser.add_argument("--no-course", action="store_true", help="skip the notebooks and the site")
     parser.add_argument("--output", type=pathlib.Path, default=RESULTS)
     parser.add_argument("--model-only", action="store_true",
-                        help="only time chapter 13's released model; print, write nothing")
+                        help="only time chapter 13's released model and print it (with --write: "
+                             "replace its section in --output, keeping the rest)")
+    parser.add_argument("--write", action="store_true", help="with --model-only: write the section")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
     if args.model_only:
-        print(f"Load average: {load_average()}")
-        print(_model_section(args.repeats))
-        print(f"Load average: {load_average()}")
+        block = _model_block(args.repeats, "python benchmarks/bench.py --model-only --write")
+        print(block)
+        if args.write:
+            _replace_block(args.output, block)
+            print(f"\nwrote the section into {args.output}")
         return 0
 
     load_before = load_average()
@@ -445,8 +449,8 @@ def main(argv=None):
             "User CPU time per call (median over batches of 200 calls).\n\n"
             + table(["call", "time per call", "peak memory"], bench_scaling(args.repeats)))
 
-    section("Chapter 13's released model: numpy forward pass beside transformers'",
-            _model_section(args.repeats))
+    out.extend(["", _model_block(args.repeats, "make bench"), ""])
+    print(out[-2], flush=True)
 
     if not args.no_course:
         notebooks, rows, main_total, lab_total = bench_course(sys.executable)
@@ -478,12 +482,38 @@ def _model_section(repeats):
             + table(["run", "time", "transformers / target", "ratio / met"], rows))
 
 
+MODEL_TITLE = "Chapter 13's released model: numpy forward pass beside transformers'"
+
+
+def _model_block(repeats, command):
+    """The released model's section between ``real-model`` markers, with the load around it
+    (``--model-only --write`` replaces just this block, on an idle machine)."""
+    before = load_average()
+    body = _model_section(repeats)
+    return (f"<!-- real-model:begin -->\n## {MODEL_TITLE}\n\n"
+            f"`{command}`, {datetime.date.today()}; load average "
+            f"before {before}, after {load_average()}.\n\n{body}\n<!-- real-model:end -->")
+
+
+def _replace_block(path, block):
+    """Put ``block`` in place of the ``real-model`` block of ``path`` (or at its end)."""
+    text = path.read_text() if path.is_file() else "# Benchmark results\n"
+    pattern = r"<!-- real-model:begin -->.*?<!-- real-model:end -->"
+    if re.search(pattern, text, flags=re.S):
+        text = re.sub(pattern, lambda _: block, text, count=1, flags=re.S)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
 def _kept_sections(path):
     """Sections other tools write between ``<!-- name:begin -->`` and ``<!-- name:end -->``
     (``make portability``, ``make lab-seeds``): kept when the benchmarks are rewritten."""
     text = path.read_text() if path.is_file() else ""
-    kept = re.findall(r"(<!-- ([a-z0-9-]+):begin -->.*?<!-- \2:end -->)", text, flags=re.S)
-    return ["", *(block for block, _ in kept)] if kept else []
+    kept = [block for block, name in
+            re.findall(r"(<!-- ([a-z0-9-]+):begin -->.*?<!-- \2:end -->)", text, flags=re.S)
+            if name != "real-model"]  # the full run writes that one itself
+    return ["", *kept] if kept else []
 
 
 if __name__ == "__main__":
