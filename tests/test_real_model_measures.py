@@ -228,11 +228,31 @@ def test_long_context_scores_the_right_tokens_and_renders(tmp_path):
               "true_long": {"by_bin": {"no scaling": [1.0, 2.0]},
                             "last_chunk": {"no scaling": 2.0},
                             "skip_last_chunk": {"no scaling": 2.5}, "last_chunk_alone": 3.0},
-              "nope": {"base": 2.0, "delta": {"0": 0.5, "1": -0.01}}}
+              "nope": {"base": 2.0, "delta": {"0": 0.5, "1": -0.01}},
+              "sinks": {"4": [[0.1, 0.2], [0.3, 0.4], [0.9, 0.5]]},
+              "partial_runs": [{"parts": ["sinks"], "command": "rerun", "seconds": 5,
+                                "versions": {"numpy": "y"}}]}
     tool.render(result, tmp_path / "out.md")
     text = (tmp_path / "out.md").read_text()
     assert "| no scaling | 5.000 | 97.000 |" in text
     assert "| change | +0.500 | -0.010 |" in text
+    # layers 0-1: mean of 0.1..0.4; layer 2: (0.9 + 0.5) / 2; strongest: layer 2 head 0
+    assert "| 4 | 0.250 | 0.700 | layer 2 head 0 (0.900) | 1 of 6 |" in text
+    assert "Rerun later by `rerun` (5 s): sinks; versions: numpy y" in text
+
+
+def test_long_context_sinks_read_the_forward_pass_per_length():
+    tool = _long_context_tool()
+    seen = []
+
+    class Stub:
+        def forward(self, ids, sink_keys):
+            seen.append((len(ids), sink_keys))
+            return types.SimpleNamespace(sink_share=np.full((3, 2), len(ids) / 100))
+
+    out = tool.run_sinks(Stub(), np.arange(50), [10, 40])
+    assert seen == [(10, 1), (40, 1)]
+    assert out == {"10": [[0.1, 0.1]] * 3, "40": [[0.4, 0.4]] * 3}
 
 
 def test_nll_from_logits_by_loop():

@@ -15,12 +15,16 @@ Python language reference (``pydoc_data.topics``) and measures:
 * ``true_long``: one text of ``TRUE_LENGTH`` tokens run whole (no skipping), loss by position,
   for the validation of the skip evaluation on the same first and last chunks;
 * ``nope``: the loss over 256 tokens when one layer's rotation is removed, for 13 of the 30
-  layers.
+  layers;
+* ``sinks``: the share of attention on the first token per layer and head, at 512 and 2048
+  tokens (queries 1 to T - 1; Xiao et al. 2024, section 3.1).
 
 Writes ``benchmarks/long_context.json`` (read by notebook 13) and ``benchmarks/LONG_CONTEXT.md``
 (tables, the command, the settings, the versions, the git commit and the sha256 of every
 course file the run depends on). ``--quick`` runs a small subset into a
-temporary directory (a smoke test). ``--render`` rewrites the Markdown from the JSON. No random
+temporary directory (a smoke test). ``--only PART...`` reruns some parts into the stored JSON,
+keeping the others, and records that partial run with its own versions. ``--render`` rewrites the
+Markdown from the JSON. No random
 numbers are drawn: every run of the same forward pass on the same CPU gives the same file.
 """
 
@@ -51,6 +55,7 @@ SETTINGS = {
     "true_long": {"length": 12288, "methods": [["none", 1.0]],
                   "bins": [0, 2048, 4096, 6144, 8192, 10240, 12288]},
     "nope": {"length": 256, "layers": [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 29]},
+    "sinks": {"lengths": [512, 2048]},
 }
 QUICK = {
     "window": {"length": 1024, "window": 256, "n_sink": 4},
@@ -58,7 +63,9 @@ QUICK = {
              "methods": [["none", 1.0], ["yarn", 2.0]]},
     "true_long": {"length": 1024, "methods": [["none", 1.0]], "bins": [0, 512, 1024]},
     "nope": {"length": 256, "layers": [0, 29]},
+    "sinks": {"lengths": [256, 512]},
 }
+PARTS = ("true_long", "skip", "window", "nope", "sinks")
 COMMAND = "make long-context  (python tools/long_context.py)"
 LABELS = {"none": "no scaling", "linear": "PI", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
           "yarn": "YaRN"}
@@ -123,6 +130,16 @@ def run_nope(model, ids, length, layers=None):
         nll = np.asarray(model.loss(tokens, nope_layers=(layer,)))
         delta[int(layer)] = float(nll.mean(dtype=np.float64)) - base
     return {"base": base, "delta": delta}
+
+
+def run_sinks(model, ids, lengths):
+    """Share of attention on token 0 per layer and head (queries 1 .. T-1), at each length."""
+    out = {}
+    for n in lengths:
+        share = np.asarray(model.forward(ids[:n], sink_keys=1).sink_share, dtype=np.float64)
+        out[str(n)] = share.tolist()
+        print(f"  sinks {n}: mean of layers 2-29 {share[2:].mean():.3f}", flush=True)
+    return out
 
 
 # The course files whose code decides the stored numbers (hashed into the record).
@@ -222,6 +239,25 @@ def render(result, path):
         "|---|" + "---|" * len(n["delta"]),
         "| change | " + " | ".join(f"{v:+.3f}" for v in n["delta"].values()) + " |", "",
     ]
+    if "sinks" in result:
+        shares = {n: np.array(v) for n, v in result["sinks"].items()}
+        lines += [
+            "## Attention on the first token", "",
+            "Mean over queries 1 to T - 1 of the weight on token 0, averaged over the heads of "
+            "each layer (the JSON keeps every head).", "",
+            "| tokens | layers 0-1 | layers 2-29 | strongest head | heads above 0.5 |",
+            "|---|---|---|---|---|",
+        ]
+        for n, share in shares.items():
+            top = np.unravel_index(np.argmax(share), share.shape)
+            lines.append(f"| {n} | {share[:2].mean():.3f} | {share[2:].mean():.3f} | layer "
+                         f"{top[0]} head {top[1]} ({share[top]:.3f}) | "
+                         f"{int(np.sum(share > 0.5))} of {share.size} |")
+        lines.append("")
+    for run in result.get("partial_runs", []):
+        lines += [f"Rerun later by `{run['command']}` ({run.get('seconds', '?')} s): "
+                  + ", ".join(run["parts"]) + "; versions: "
+                  + ", ".join(f"{k} {v}" for k, v in run["versions"].items()), ""]
     path.write_text("\n".join(lines))
 
 
@@ -241,6 +277,8 @@ def _part(task):
         return name, run_skip(model, ids, **{**settings["skip"], "methods": methods})
     if name == "true_long":
         return name, run_true_long(model, ids, **settings["true_long"])
+    if name == "sinks":
+        return name, run_sinks(model, ids, **settings["sinks"])
     return name, run_nope(model, ids, **settings["nope"])
 
 
@@ -250,6 +288,8 @@ def main(argv=None):
                         help="a small subset, written to a temporary directory")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite LONG_CONTEXT.md from the stored JSON")
+    parser.add_argument("--only", nargs="+", choices=PARTS, metavar="PART",
+                        help=f"rerun only these parts ({', '.join(PARTS)}) into the stored JSON")
     parser.add_argument("--workers", type=int, default=3,
                         help="processes run at once (default 3; each holds the model, ~0.8 GB)")
     args = parser.parse_args(argv)
@@ -266,23 +306,37 @@ def main(argv=None):
     start = time.perf_counter()
     n_tokens = 2048 if args.quick else settings["true_long"]["length"]
     result = {"command": COMMAND, "seed": None, "settings": settings, "versions": versions()}
+    names = ("true_long", "skip-a", "skip-b", "window", "nope", "sinks")
+    if args.only:
+        if args.quick:
+            parser.error("--only and --quick cannot be combined")
+        stored = json.loads((out_dir / "long_context.json").read_text())
+        stored.setdefault("partial_runs", []).append(
+            {"parts": list(args.only), "command": f"python tools/long_context.py --only "
+             f"{' '.join(args.only)}", "versions": result["versions"]})
+        result = {**stored, "settings": {**stored["settings"],
+                                         **{k: settings[k] for k in args.only}}}
+        names = [n for n in names if n.split("-")[0] in args.only]
     # the longest piece first; each worker loads the model once per piece
-    tasks = [(name, settings, n_tokens) for name in
-             ("true_long", "skip-a", "skip-b", "window", "nope")]
+    tasks = [(name, settings, n_tokens) for name in names]
     parts = {}
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
         for name, value in pool.map(_part, tasks):
             print(f"done: {name}", flush=True)
             parts[name] = value
-    result["window"] = parts["window"]
-    result["skip"] = {**parts["skip-a"], **parts["skip-b"]}
-    result["true_long"] = parts["true_long"]
-    result["nope"] = parts["nope"]
-    result["seconds"] = round(time.perf_counter() - start)
+    for name in PARTS:
+        if name == "skip" and "skip-a" in parts:
+            result["skip"] = {**parts["skip-a"], **parts["skip-b"]}
+        elif name in parts:
+            result[name] = parts[name]
+    seconds = round(time.perf_counter() - start)
+    if args.only:
+        result["partial_runs"][-1]["seconds"] = seconds
+    else:
+        result["seconds"] = seconds
     (out_dir / "long_context.json").write_text(json.dumps(result, indent=1) + "\n")
     render(result, out_dir / "LONG_CONTEXT.md")
-    print(f"wrote {out_dir / 'long_context.json'} and LONG_CONTEXT.md "
-          f"({result['seconds']} s)")
+    print(f"wrote {out_dir / 'long_context.json'} and LONG_CONTEXT.md ({seconds} s)")
     return 0
 
 
