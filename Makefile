@@ -23,7 +23,7 @@ OLDEST_TESTS ?= tests notebooks
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid long-context pages clean
+.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid long-context mutants pages clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -145,6 +145,9 @@ lab2-grid: setup ## Context-extension lab (notebook 12): full grid, 5 seeds, fin
 
 long-context: setup ## Chapter 13's long measurements on SmolLM2-135M-Instruct (needs the model file; about 25 min on 2 cores): benchmarks/LONG_CONTEXT.md and long_context.json
 	$(PYTHON) tools/long_context.py
+
+mutants: setup ## Plant each catalogued bug in course_utils (tools/mutants.py) in a copy, run the notebooks and tests that reach it: benchmarks/MUTANTS.md (ONLY=names, MODULE=rope ...)
+	$(PYTHON) tools/mutants.py --write $(if $(ONLY),--only $(ONLY)) $(if $(MODULE),--module $(MODULE))
 
 pages: setup ## Build the site and print each chapter's length in screens of 1280x900 and what fills it (over 18 fails the browser test)
 	$(PYTHON) tools/page_heights.py
