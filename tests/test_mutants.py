@@ -63,6 +63,7 @@ def test_the_issue_s_survivors_are_in_the_catalogue():
                  "ntk_exponent_d_over_d_plus_2", "dynamic_no_floor", "yarn_paper_ramp_over_beta",
                  "bloom_ignores_padding", "adam_no_bias_correction", "lab_causal_mask_removed"):
         assert name in names, name
+    assert set(mutants.FIRST) <= names
 
 
 def test_patched_lines_name_the_lines_of_the_old_text():
@@ -107,6 +108,9 @@ def test_compare_names_the_checks_a_mutant_fails():
     crashed = mutants.compare(baseline, _run("PASS  norm kept", error="ValueError: bad"))
     assert crashed["checks"] == [] and crashed["errors"] == ["cell 3: ValueError: bad"]
     assert crashed["missing"] == 1
+    colon = mutants.compare(_run("PASS  RoPE: angles agree  [closed form: eq. 3 above]"),
+                            _run("FAILED RoPE: angles agree: 1 of 4 elements differ"))
+    assert colon["checks"] == ["RoPE: angles agree"]
     same = mutants.compare(baseline, baseline)
     assert same == {"checks": [], "errors": [], "missing": 0, "output_changed": False,
                     "seconds": None}

@@ -641,6 +641,13 @@ CATALOGUE: tuple[Mutant, ...] = (
 )
 
 
+#: Bugs a reviewer found that survived the notebooks once: they run first.
+FIRST = ("attn_no_scale", "shaw_clip_minus_one", "rope_matrix_transposed", "alibi_bias_sign",
+         "alibi_distance_plus_one", "ntk_exponent_one", "ntk_exponent_d_over_d_plus_2",
+         "dynamic_no_floor", "yarn_paper_ramp_over_beta", "bloom_ignores_padding",
+         "adam_no_bias_correction", "lab_causal_mask_removed")
+
+
 # --- which notebooks and tests a module reaches ----------------------------------------------------
 
 def _resolve(module: str, level: int, target: str | None) -> str:
@@ -803,8 +810,8 @@ def environment(copy: pathlib.Path, *, record: bool) -> dict[str, str]:
 # --- running one notebook ------------------------------------------------------------------------
 
 _PASS = re.compile(r"^PASS  (.+?)(?:  \[.*)?$")
-_FAILED = re.compile(r"^FAILED (.+?): ")
-_TRY_AGAIN = re.compile(r"^TRY AGAIN  (.+?): ")
+_FAILED = re.compile(r"^FAILED (.+?: .*)$")
+_TRY_AGAIN = re.compile(r"^TRY AGAIN  (.+?):(?: |$)")
 
 
 def execute_notebook(copy: pathlib.Path, notebook: str, out: pathlib.Path,
@@ -871,7 +878,7 @@ def verdicts(run: dict) -> dict:
             if (m := _PASS.match(line)):
                 passed.append(m.group(1))
             elif (m := _FAILED.match(line)):
-                failed.append(m.group(1))
+                failed.append(m.group(1)[:160])  # "<name>: <evidence>", split by compare()
             elif (m := _TRY_AGAIN.match(line)):
                 failed.append(f"exercise {m.group(1)} (TRY AGAIN)")
         if cell["error"]:
@@ -892,7 +899,15 @@ def compare(baseline: dict, run: dict) -> dict:
         return {"checks": [], "errors": [f"notebook did not run: {run['crashed'][:200]}"],
                 "missing": 0, "output_changed": True, "seconds": run.get("seconds")}
     base, now = baseline["verdicts"], run["verdicts"]
-    checks = [name for name in now["failed"] if name not in base["failed"]]
+    names = sorted(set(base["passed"]), key=len, reverse=True)
+
+    def name_of(failed):  # a check's name may itself contain ": "
+        if failed.startswith("exercise "):
+            return failed
+        return next((n for n in names if failed.startswith(n + ": ")), failed.split(": ")[0])
+
+    checks = [name_of(f) for f in now["failed"]
+              if name_of(f) not in {name_of(g) for g in base["failed"]}]
     errors = [e for e in now["errors"] if e not in base["errors"]]
     if run.get("crashed"):
         errors.append(f"kernel: {run['crashed'][:200]}")
@@ -970,7 +985,8 @@ def _digest(*parts: str) -> str:
 
 
 def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: bool,
-        store: Store, log, plan_only: bool = False) -> None:
+        store: Store, log, plan_only: bool = False, until: datetime.datetime | None = None) -> None:
+    started = time.monotonic()
     commit = git("rev-parse", "HEAD").strip()
     blobs = blob_hashes(commit)
     package = _digest(*sorted(f"{p} {h}" for p, h in blobs.items() if p.startswith("course_utils/")))
@@ -1014,6 +1030,9 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
             if old and old.get("key") == key:
                 continue
             todo.append((mutant, plan, ran, key))
+        # the known survivors first, then the quickest (a run stopped early has done the most)
+        todo.sort(key=lambda item: (item[0].name not in FIRST,
+                                    baselines[item[2][0]]["seconds"] if item[2] else 0.0))
         log(f"commit {commit[:10]}: {len(todo)} of {len(selected)} mutants to run "
             f"({len(selected) - len(todo)} cached), {jobs} at a time")
         if plan_only:
@@ -1025,8 +1044,12 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
         free = list(copies)
         free_lock = threading.Lock()
 
+        finished = []
+
         def one(item):
             mutant, plan, ran, key = item
+            if until is not None and datetime.datetime.now() >= until:
+                return  # out of time: this mutant stays "not run" in the report
             with free_lock:
                 copy = free.pop()
             try:
@@ -1037,6 +1060,7 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
                     free.append(copy)
             result.update(key=key, commit=commit)
             store.data["results"][mutant.name] = result
+            finished.append(mutant.name)
             store.save()
             log(f"{mutant.name}: {result['verdict']} ({result['seconds']:.0f} s; "
                 f"{', '.join(result['killed_by'][:2]) or 'no check'})")
@@ -1044,8 +1068,10 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
         with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
             for future in [pool.submit(one, item) for item in todo]:
                 future.result()
-        store.data["last_run"] = {"commit": commit,
-                                  "date": datetime.date.today().isoformat()}
+        store.data["last_run"] = {"commit": commit, "date": datetime.date.today().isoformat(),
+                                  "ran": len(finished), "jobs": jobs, "cpus": os.cpu_count(),
+                                  "minutes": (time.monotonic() - started) / 60,
+                                  "stopped": len(finished) < len(todo)}
         store.save()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -1178,10 +1204,14 @@ def report(store: Store, command: str) -> str:
         "# Mutants: plausible bugs and the checks that notice them",
         "",
         "Each mutant is one plausible bug planted in `course_utils` (a small named patch in",
-        "`tools/mutants.py`). The notebooks that run the patched line are executed with every",
-        "check recording its verdict instead of stopping the notebook, then the unit tests that",
-        "import the module run (`pytest -x`). A mutant is killed by a notebook check when a check",
-        "(or an exercise checker's TRY AGAIN) of some notebook fails.",
+        "`tools/mutants.py`), in a temporary copy of the committed repository. The notebooks",
+        "that import the module and run the patched line (their unmutated run's coverage says",
+        "which) are executed with every check recording its verdict instead of stopping the",
+        "notebook: the chapters that import the module themselves first, quickest first, until",
+        "one in which a check fails. A mutant is *killed by a notebook check* when a check (or an",
+        "exercise checker's TRY AGAIN) fails; *by an error* when no check fails but a cell raises.",
+        "The unit tests that import the module (`pytest -x`, without the argument fuzzing of",
+        "`tests/test_fuzz.py`) run for the mutants no check killed.",
         "",
         f"Made by `{command}` (`make mutants`), on commit(s) {', '.join(commits) or '-'}; "
         f"{len(done)} of {len(CATALOGUE)} mutants recorded"
@@ -1204,9 +1234,15 @@ def report(store: Store, command: str) -> str:
         row = [sum(1 for r in rs if r and r["verdict"] == v) for v in VERDICTS]
         lines.append(f"| {module} | {len(mutants)} | " + " | ".join(map(str, row))
                      + f" | {sum(r is None for r in rs)} |")
+    last = store.data.get("last_run", {})
+    if last:
+        lines += ["", f"Last run: commit {last['commit'][:10]}, {last['date']}, "
+                      f"{last['ran']} mutants in {last['minutes']:.0f} min wall time "
+                      f"({last['jobs']} at a time on {last['cpus']} cores"
+                      + (", stopped before the end" if last.get("stopped") else "") + ")."]
     lines += ["", "## By notebook", "",
-              "Mutants whose patched line the notebook runs, and how many of them its own checks",
-              "kill (a mutant counts for every notebook that runs it).", "",
+              "The notebooks each mutant ran (until the first that a check failed in), and how",
+              "many of them the notebook's own checks killed.", "",
               "| notebook | mutants run | killed by its checks | by its errors only | "
               "not noticed |", "|---|---:|---:|---:|---:|"]
     per_nb: dict[str, list[str]] = {}
@@ -1267,6 +1303,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every-notebook", action="store_true",
                         help="run every notebook that reaches the patched line, not only until "
                              "the first check fails")
+    parser.add_argument("--until", metavar="HH:MM",
+                        help="start no mutant after this time of day (the rest stay not run)")
     parser.add_argument("--plan", action="store_true",
                         help="print what each mutant would run (after the unmutated runs)")
     parser.add_argument("--write", action="store_true", help="also write benchmarks/MUTANTS.md")
@@ -1291,6 +1329,13 @@ def main(argv: list[str] | None = None) -> int:
                      f"accepted: {', '.join(sorted(modules))}")
     if args.jobs < 1:
         parser.error(f"--jobs must be a positive integer, got {args.jobs}")
+    until = None
+    if args.until:
+        try:
+            hour, minute = (int(x) for x in args.until.split(":"))
+            until = datetime.datetime.now().replace(hour=hour, minute=minute, second=0)
+        except ValueError:
+            parser.error(f"--until must be a time of day HH:MM, got {args.until!r}")
     store = Store(args.results)
     command = "python tools/mutants.py --write"
     if not args.report:
@@ -1303,7 +1348,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{time.monotonic() - start:6.0f} s] {message}", flush=True)
 
         run(selected, jobs=args.jobs, tests_mode=args.tests, every_notebook=args.every_notebook,
-            store=store, log=log, plan_only=args.plan)
+            store=store, log=log, plan_only=args.plan, until=until)
         log("done")
     if args.write or args.report:
         REPORT.write_text(report(store, command))
