@@ -8,10 +8,25 @@ import pytest
 from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.rope import (
-    check_angles,
-    check_bfloat16_spacing,
     check_half_layout_weight,
+    check_merged_pairs,
+    check_relative_score,
 )
+from course_utils.rope import apply_rope
+
+
+def _score(q, k, r, base=10000.0):
+    """Eq. (score-sum) of notebook 05: Re sum_i conj(z_q,i) z_k,i exp(i r theta_i)."""
+    d = len(q)
+    theta = base ** (-np.arange(0, d, 2) / d)
+    eta = np.conj(q[0::2] + 1j * q[1::2]) * (k[0::2] + 1j * k[1::2])
+    return float(np.real(np.sum(eta * np.exp(1j * r * theta))))
+
+
+def _merged(start, count):
+    """One pair in every bfloat16 spacing 2^(j-7) stays apart; the others merge."""
+    j = int(np.floor(np.log2(start)))
+    return count - count // 2 ** (j - 7)
 
 
 def _half_layout_by_loop(weight, n_heads):
@@ -32,25 +47,31 @@ def _conversion_script_permute(weight, n_heads):
 
 
 @pytest.mark.parametrize("checker, stub", [
-    (check_angles, ...),
+    (check_relative_score, stub_function),
     (check_half_layout_weight, stub_function),
-    (check_bfloat16_spacing, ...),
+    (check_merged_pairs, stub_function),
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
     assert checker(stub) is False
     assert "NOT ATTEMPTED" in printed(capsys)
 
 
-def test_angles(capsys):
-    i = np.arange(8)
-    assert check_angles(100 * 10000.0 ** (-2 * i / 16)) is True
+def test_relative_score(capsys):
+    assert check_relative_score(_score) is True
     assert "PASS" in printed(capsys)
-    assert check_angles(100 * 10000.0 ** (-i / 16)) is False
-    assert "2i/d" in printed(capsys)
-    assert check_angles(np.degrees(100 * 10000.0 ** (-2 * i / 16))) is False
-    assert "radians" in printed(capsys)
-    assert check_angles(100 * 10000.0 ** (2 * i / 16)) is False
-    assert "shrinks" in printed(capsys)
+    assert check_relative_score(lambda q, k, r: _score(q, k, -r)) is False
+    assert "score at -r" in printed(capsys)
+    assert check_relative_score(lambda q, k, r: q @ k) is False
+    assert "without RoPE" in printed(capsys)
+
+
+def test_relative_score_agrees_with_rotating_both_vectors():
+    # The formula graded right is what apply_rope's rotations give, at any query position.
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(2, 32))
+    for m, n in ((0, 9), (40, 3), (1000, 1000)):
+        rotated = apply_rope(np.stack([q, k]), [m, n], layout="interleaved")
+        assert np.isclose(rotated[0] @ rotated[1], _score(q, k, n - m), rtol=1e-9, atol=1e-9)
 
 
 def test_half_layout_weight(capsys):
@@ -81,46 +102,53 @@ def test_half_layout_weight(capsys):
     assert "unchanged" in printed(capsys)
 
 
-def test_bfloat16_spacing(capsys):
-    # 40000 is in [2^15, 2^16); bfloat16 has 8 significant bits: gap 2^(15-7) = 256
-    assert check_bfloat16_spacing(256) is True
+def test_merged_pairs(capsys):
+    assert check_merged_pairs(_merged) is True
     assert "PASS" in printed(capsys)
-    assert check_bfloat16_spacing(128) is False
+    assert check_merged_pairs(lambda start, count: count - count / 2 ** (np.floor(
+        np.log2(start)) - 8)) is False
     assert "implicit leading 1" in printed(capsys)
-    assert check_bfloat16_spacing(32) is False
-    assert "float16" in printed(capsys)
-    assert check_bfloat16_spacing(512) is False
-    assert "j = 15" in printed(capsys)
+    assert check_merged_pairs(lambda start, count: count / 2 ** (np.floor(
+        np.log2(start)) - 7)) is False
+    assert "stay apart" in printed(capsys)
 
 
-def test_bfloat16_spacing_agrees_with_torch(torch):
-    # The gap the checker expects is the gap torch's bfloat16 has between 40000's neighbours.
-    value = torch.tensor(40000.0).to(torch.bfloat16)
-    step = float(torch.nextafter(value, torch.tensor(1e9, dtype=torch.bfloat16)) - value)
-    assert check_bfloat16_spacing(step) is True
+def test_merged_pairs_agree_with_torch(torch):
+    # The counts the checker expects are those torch's bfloat16 conversion gives.
+    for start, count in ((512, 512), (6144, 256), (8192, 1024), (40960, 1024)):
+        m = torch.arange(start - 1, start + count, dtype=torch.float32).to(torch.bfloat16)
+        assert int((m[1:] == m[:-1]).sum()) == _merged(start, count)
 
 
-def _angles(dtype=np.float64):
-    return (100 * 10000.0 ** (-2 * np.arange(8) / 16)).astype(dtype)
+def test_relative_score_float32_and_torch_answers_pass(torch, capsys):
+    assert check_relative_score(
+        lambda q, k, r: np.float32(_score(q.astype(np.float32), k.astype(np.float32), r))) is True
+    assert check_relative_score(lambda q, k, r: torch.tensor(_score(q, k, r))) is True
+    assert printed(capsys).count("PASS") == 2
 
 
-def test_angles_float32_and_torch_answers_pass(torch, capsys):
-    assert check_angles(_angles(np.float32)) is True
-    assert check_angles(torch.tensor(_angles(), dtype=torch.float32)) is True
-    assert check_angles(list(_angles())) is True
-    assert printed(capsys).count("PASS") == 3
+def _rotated_score(q, k, r, *, pairs="interleaved", exponent=2.0):
+    d = len(q)
+    theta = 10000.0 ** (-exponent * np.arange(d // 2) / d)
+    if pairs == "half":
+        zq, zk = q[:d // 2] + 1j * q[d // 2:], k[:d // 2] + 1j * k[d // 2:]
+    else:
+        zq, zk = q[0::2] + 1j * q[1::2], k[0::2] + 1j * k[1::2]
+    return float(np.real(np.sum(np.conj(zq) * zk * np.exp(1j * r * theta))))
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (_angles()[::-1], "reverse order"),
-    (100 * 10000.0 ** (-2 * np.arange(1, 9) / 16), "start at 0"),
-    (99 * 10000.0 ** (-2 * np.arange(8) / 16), "position 99"),
-    (np.mod(_angles(), 2 * np.pi), "modulo 2 pi"),
-    (_angles() * (1 + 1e-4), "values differ"),
-    (_angles(np.float32)[:7], "shape"),
+    (lambda q, k, r: _rotated_score(q, k, r, exponent=1.0), "2i/d"),
+    (lambda q, k, r: _rotated_score(q, k, r, pairs="half"), "half layout"),
+    (lambda q, k, r: abs(np.sum(np.conj(q[0::2] + 1j * q[1::2]) * (k[0::2] + 1j * k[1::2])
+                                * np.exp(1j * r * 10000.0 ** (-np.arange(0, len(q), 2)
+                                                              / len(q))))), "real part"),
+    (lambda q, k, r: _score(q, k, r, base=10000.0 ** (64 / len(q))) if len(q) != 64
+     else _score(q, k, r), "values differ"),  # a width of 64 typed in
+    (lambda q, k, r: np.array([_score(q, k, r)]), "one number"),
 ])
-def test_angles_wrong(wrong, hint, capsys):
-    assert check_angles(wrong) is False
+def test_relative_score_wrong(wrong, hint, capsys):
+    assert check_relative_score(wrong) is False
     out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
@@ -165,8 +193,11 @@ def test_hard_coded_head_dim_is_right_on_the_first_shape_only():
     assert np.array_equal(_hard_coded_head_dim(w, 3), _half_layout_by_loop(w, 3))
 
 
-def test_bfloat16_spacing_float32_and_relative_gap(capsys):
-    assert check_bfloat16_spacing(np.float32(256)) is True
-    assert "PASS" in printed(capsys)
-    assert check_bfloat16_spacing(2.0 ** -7) is False
-    assert "relative gap" in printed(capsys)
+def test_merged_pairs_float32_torch_and_hard_coded(torch, capsys):
+    assert check_merged_pairs(lambda start, count: np.float32(_merged(start, count))) is True
+    assert check_merged_pairs(lambda start, count: torch.tensor(_merged(start, count))) is True
+    assert printed(capsys).count("PASS") == 2
+    assert check_merged_pairs(lambda start, count: 1020) is False  # right for one window only
+    assert "TRY AGAIN" in printed(capsys)
+    assert check_merged_pairs(lambda start, count: count) is False
+    assert "rounding boundary" in printed(capsys)

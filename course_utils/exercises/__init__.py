@@ -12,7 +12,7 @@ too long for one line continues on indented lines.
 
 Checkers never raise for a wrong answer, so "Run all" goes on past an unfinished exercise. Solution
 cells wrap the checker in :func:`require_pass`, which does raise: a wrong solution stops the
-notebook, ``require_pass(check_angles(angles_solution))``.
+notebook, ``require_pass(check_relative_score(relative_score_solution))``.
 """
 
 from __future__ import annotations
