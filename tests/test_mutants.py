@@ -135,3 +135,15 @@ def test_recording_checks_print_failures_and_go_on(monkeypatch):
     exec(compile(source, "checks.py", "exec"), plain)
     with pytest.raises(AssertionError):
         plain["check_close"](1.0, 2.0, name="one is two", witness="closed form: a made-up claim")
+
+
+def test_fingerprint_ignores_a_reworded_docstring_but_not_a_moved_line(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text('def f(x):\n    """Twice x."""\n    return 2 * x\n')
+    first = mutants.fingerprint(path)
+    path.write_text('def f(x):\n    """Two times x."""\n    return 2 * x\n')
+    assert mutants.fingerprint(path) == first  # the same code on the same lines
+    path.write_text('def f(x):\n    """Two times x.\n    """\n    return 2 * x\n')
+    assert mutants.fingerprint(path) != first  # coverage's line numbers moved
+    path.write_text('def f(x):\n    """Twice x."""\n    return 3 * x\n')
+    assert mutants.fingerprint(path) != first

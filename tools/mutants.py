@@ -984,16 +984,53 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def fingerprint(path: pathlib.Path) -> str:
+    """A file as a run sees it: Python code with its line numbers, but not its docstrings' words.
+
+    A docstring reworded on the same lines leaves every output and every covered line number as
+    they were, so the cached runs stay valid; any other change (a line moved) does not.
+    """
+    data = path.read_bytes()
+    if path.suffix != ".py":
+        return hashlib.sha256(data).hexdigest()[:16]
+    tree = ast.parse(data)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.body and isinstance(node.body[0], ast.Expr) \
+                and isinstance(node.body[0].value, ast.Constant) \
+                and isinstance(node.body[0].value.value, str):
+            node.body[0].value.value = ""
+    return _digest(ast.dump(tree, include_attributes=True))
+
+
+def package_fingerprints(copy: pathlib.Path) -> dict[str, str]:
+    """course_utils file (relative path) -> :func:`fingerprint`."""
+    return {p.relative_to(copy).as_posix(): fingerprint(p)
+            for p in sorted((copy / "course_utils").rglob("*")) if p.is_file()
+            and "__pycache__" not in p.parts}
+
+
+def baseline_key(copy, notebook, blobs, closure, prints) -> str:
+    """What an unmutated notebook run depends on: the notebook, the modules it loads, the data."""
+    files = _module_files(copy)
+    loaded = {m for m in _imports_of_source(_notebook_source(copy / notebook)) if m in closure}
+    modules = set().union(*(closure[m] for m in loaded)) if loaded else set()
+    paths = {files[m].relative_to(copy).as_posix() for m in modules}
+    paths |= {p for p in prints if not p.endswith(".py")}
+    return _digest(blobs[notebook], *(f"{p} {prints[p]}" for p in sorted(paths)))
+
+
 def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: bool,
         store: Store, log, plan_only: bool = False, until: datetime.datetime | None = None) -> None:
     started = time.monotonic()
     commit = git("rev-parse", "HEAD").strip()
     blobs = blob_hashes(commit)
-    package = _digest(*sorted(f"{p} {h}" for p, h in blobs.items() if p.startswith("course_utils/")))
     work = pathlib.Path(tempfile.mkdtemp(prefix="course-mutants-"))
     try:
         copies = [make_copy(commit, work / f"copy{k}") for k in range(jobs)]
         root = copies[0]
+        prints = package_fingerprints(root)
+        package = _digest(*(f"{p} {h}" for p, h in prints.items()))
         direct_edges, closure = import_graph(root)
         notebooks = sorted(p for p in blobs if p.startswith("notebooks/") and p.endswith(".ipynb"))
         tests = sorted(p for p in blobs if re.fullmatch(r"tests/test_\w+\.py", p))
@@ -1010,7 +1047,8 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
             plans[mutant.name] = {"notebooks": nbs, "direct": direct, "tests": tst,
                                   "lines": patched_lines(mutant, source)}
         needed = sorted({nb for p in plans.values() if p for nb in p["notebooks"]})
-        baselines = _baselines(needed, copies, blobs, package, store, log)
+        keys = {nb: baseline_key(root, nb, blobs, closure, prints) for nb in needed}
+        baselines = _baselines(needed, copies, keys, store, log)
         todo = []
         for mutant in selected:
             plan = plans[mutant.name]
@@ -1077,11 +1115,11 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _baselines(needed, copies, blobs, package, store, log) -> dict:
+def _baselines(needed, copies, keys, store, log) -> dict:
     """Unmutated run (verdicts and coverage) of each needed notebook, cached by content."""
     out, todo = {}, []
     for nb in needed:
-        key = _digest(blobs[nb], package)
+        key = keys[nb]
         cached = store.data["baseline"].get(nb)
         if cached and "cells" in cached:  # the full printed text, as first stored: keep less
             cached = store.data["baseline"][nb] = dict(
