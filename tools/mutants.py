@@ -1000,6 +1000,7 @@ def fingerprint(path: pathlib.Path) -> str:
                 and isinstance(node.body[0].value, ast.Constant) \
                 and isinstance(node.body[0].value.value, str):
             node.body[0].value.value = ""
+            node.body[0].end_col_offset = node.body[0].value.end_col_offset = 0
     return _digest(ast.dump(tree, include_attributes=True))
 
 
