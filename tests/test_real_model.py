@@ -173,6 +173,24 @@ def test_loss_matches_transformers(model):
     assert abs(nll.mean() - float(record.outputs["mean_nll"])) < ATOL / 10
 
 
+def test_window_loss_matches_transformers_sliding_window(model):
+    """The course's banded mask (``window_nll``) against transformers' sliding-window mask
+    (Mistral's ``sliding_window_overlay``) on the same weights; the first 128 tokens' losses
+    see no missing key and would agree even with no window at all, so the later ones decide."""
+    from course_utils.real_model.measures import corpus_ids, window_nll
+
+    record = library_record("smollm2_window_loss")
+    ids = np.asarray(record.inputs["ids"])
+    window = int(record.inputs["window"])
+    np.testing.assert_array_equal(corpus_ids(model, ids.size), ids)
+    nll = window_nll(model, ids, window=window)
+    np.testing.assert_allclose(nll, record.outputs["nll"], rtol=0, atol=ATOL)
+    # the plausible off-by-ones are far outside the tolerance: one key more or one key fewer
+    for wrong in (window - 1, window + 1):
+        gap = np.abs(window_nll(model, ids, window=wrong) - record.outputs["nll"]).max()
+        assert gap > 10 * ATOL, f"window {wrong} passes too"
+
+
 def _brute_force_attention(q, k, positions, *, window=None, n_sink=0, factor=1.0, rotate=True,
                            inv_freq=None):
     """Weights query by query from the pre-rotation q (heads, T, d) and k (kv_heads, T, d)."""

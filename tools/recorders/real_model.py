@@ -132,3 +132,44 @@ def record_smollm2_loss():
 
 
 record_smollm2_loss.atol = 1e-4
+
+
+#: Window of the window-loss record: each query sees its last WINDOW keys, itself included.
+WINDOW, WINDOW_TOKENS = 128, 512
+
+
+def record_smollm2_window_loss():
+    """Per-token loss of the first 512 tokens of the course's text when each query sees only its
+    last 128 keys: transformers' ``MistralForCausalLM`` (Llama's layers plus a sliding window,
+    ``masking_utils.sliding_window_overlay``: key j is seen by query i when i - 128 < j <= i)
+    with the weights of the same GGUF, copied from ``LlamaForCausalLM``."""
+    import torch
+    from transformers import MistralConfig, MistralForCausalLM
+
+    from course_utils.real_model.measures import corpus_text
+
+    llama = _hf_model()
+    fields = llama.config.to_dict()
+    keep = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+            "num_attention_heads", "num_key_value_heads", "hidden_act", "max_position_embeddings",
+            "rms_norm_eps", "tie_word_embeddings", "head_dim", "rope_parameters")
+    config = MistralConfig(**{k: fields[k] for k in keep if k in fields}, sliding_window=WINDOW)
+    config._attn_implementation = "eager"
+    mistral = MistralForCausalLM(config).eval()
+    missing, unexpected = mistral.load_state_dict(llama.state_dict(), strict=False)
+    if unexpected or any(not name.startswith("lm_head") for name in missing):
+        raise RuntimeError(f"weights do not map: missing {missing}, unexpected {unexpected}")
+    mistral.tie_weights()
+    ids = _encode(corpus_text())[:WINDOW_TOKENS]
+    with torch.no_grad():
+        logits = mistral(input_ids=torch.tensor(ids[None]), use_cache=False).logits[0]
+    nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]), reduction="none")
+    return ("transformers.MistralForCausalLM(sliding_window=128, eager) with LlamaForCausalLM's "
+            "weights from the GGUF, forward; torch.nn.functional.cross_entropy",
+            "src/transformers/masking_utils.py (sliding_window_overlay)",
+            {"text": "course_utils.real_model.measures.corpus_text(), first 512 tokens",
+             "ids": ids, "window": WINDOW, "attn_implementation": "eager"},
+            {"nll": nll.double().numpy()})
+
+
+record_smollm2_window_loss.atol = 1e-4
