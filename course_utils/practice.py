@@ -141,11 +141,13 @@ def block_diagonal_mask(lengths, *, causal=True):
 
 
 def document_starts_from_position_ids(position_ids):
-    """Recover document boundaries from packed position ids, as the flash-attention path does.
+    """Recover document boundaries from packed position ids, as transformers 5.23's flash path does.
 
     A document starts wherever the position id equals the row's smallest id (0 for position ids
-    that restart per document). Returns the cumulative boundaries ``[start_0, start_1, ..., n]``
-    (``cu_seq_lens``). Position ids that never restart give a single document ``[0, n]``.
+    that restart per document; RoBERTa-like ids restart at ``padding_idx + 1``). transformers 5.23
+    compares with ``position_ids.min()``; earlier versions compared with 0. Returns the cumulative
+    boundaries ``[start_0, start_1, ..., n]`` (``cu_seq_lens``). Position ids that never restart
+    give a single document ``[0, n]``.
 
     Parameters
     ----------
