@@ -131,7 +131,8 @@ def rope_scaling(method, head_dim, *, base=10000.0, factor, original_max_positio
         * ``"longrope"`` (the per-pair factors of Ding et al. 2024, as run for Phi-3):
           ``1 / (ext_i b^(2i/d))`` with ``ext`` the ``long_factor`` list when ``seq_len > L``,
           else ``short_factor``; attention factor ``sqrt(1 + ln s / ln L)`` unless given (a
-          formula of the transformers/Phi-3 code, not of the LongRoPE paper). The paper's other
+          formula of code: transformers', for Phi-3, and the default ``"su"`` policy of the
+          authors' ``microsoft/LongRoPE`` ``rope/longrope.py``). The paper's other
           parts (initial tokens kept un-interpolated, progressive extension) are not modelled.
     head_dim : int, even
         Rotary dimension ``d`` (head_dim times ``partial_rotary_factor``).

@@ -148,7 +148,9 @@ def check_llama3_frequencies(stub):
          "high_freq_factor instead of the numbers 8, 8192, 1 and 4"),
         (concat(lambda theta, factor, length, low_ff, high_ff, expected:
                 np.where(2 * np.pi / theta < length / high_ff, theta, theta / factor)),
-         "the middle band must be blended, not divided: (1 - gamma) theta / s + gamma theta"),
+         "the middle band (L/hf <= wavelength <= L/lf) must be blended, not divided: check the "
+         "two thresholds (kept below L / high_freq_factor, divided above L / low_freq_factor; "
+         "swapped, they leave no middle band), then blend (1 - gamma) theta / s + gamma theta"),
     ]
 
     def compute():
