@@ -1035,18 +1035,20 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
         direct_edges, closure = import_graph(root)
         notebooks = sorted(p for p in blobs if p.startswith("notebooks/") and p.endswith(".ipynb"))
         tests = sorted(p for p in blobs if re.fullmatch(r"tests/test_\w+\.py", p))
-        plans = {}
+        plans, reach = {}, {}
         for mutant in selected:
             source = (root / mutant.path).read_text()
             if source.count(mutant.old) != 1:
                 plans[mutant.name] = None
                 continue
-            nbs = users(root, notebooks, closure, mutant.module, transitive=True)
-            direct = users(root, notebooks, closure, mutant.module, transitive=False)
-            tst = [t for t in users(root, tests, closure, mutant.module, transitive=False,
-                                    direct=direct_edges) if t not in SLOW_TESTS]
-            plans[mutant.name] = {"notebooks": nbs, "direct": direct, "tests": tst,
-                                  "lines": patched_lines(mutant, source)}
+            if mutant.module not in reach:
+                reach[mutant.module] = {
+                    "notebooks": users(root, notebooks, closure, mutant.module, transitive=True),
+                    "direct": users(root, notebooks, closure, mutant.module, transitive=False),
+                    "tests": [t for t in users(root, tests, closure, mutant.module,
+                                               transitive=False, direct=direct_edges)
+                              if t not in SLOW_TESTS]}
+            plans[mutant.name] = dict(reach[mutant.module], lines=patched_lines(mutant, source))
         needed = sorted({nb for p in plans.values() if p for nb in p["notebooks"]})
         keys = {nb: baseline_key(root, nb, blobs, closure, prints) for nb in needed}
         baselines = _baselines(needed, copies, keys, store, log)
