@@ -1022,7 +1022,8 @@ def baseline_key(copy, notebook, blobs, closure, prints) -> str:
 
 
 def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: bool,
-        store: Store, log, plan_only: bool = False, until: datetime.datetime | None = None) -> None:
+        store: Store, log, plan_only: bool = False, until: datetime.datetime | None = None,
+        command: str = "") -> None:
     started = time.monotonic()
     commit = git("rev-parse", "HEAD").strip()
     blobs = blob_hashes(commit)
@@ -1112,7 +1113,7 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
         store.data["last_run"] = {"commit": commit, "date": datetime.date.today().isoformat(),
                                   "ran": len(finished), "jobs": jobs, "cpus": os.cpu_count(),
                                   "minutes": (time.monotonic() - started) / 60,
-                                  "stopped": len(finished) < len(todo)}
+                                  "stopped": len(finished) < len(todo), "command": command}
         store.save()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -1277,7 +1278,8 @@ def report(store: Store, command: str) -> str:
                      + f" | {sum(r is None for r in rs)} |")
     last = store.data.get("last_run", {})
     if last:
-        lines += ["", f"Last run: commit {last['commit'][:10]}, {last['date']}, "
+        lines += ["", f"Last run: `{last.get('command') or command}` on commit "
+                      f"{last['commit'][:10]}, {last['date']}, "
                       f"{last['ran']} mutants in {last['minutes']:.0f} min wall time "
                       f"({last['jobs']} at a time on {last['cpus']} cores"
                       + (", stopped before the end" if last.get("stopped") else "") + ")."]
@@ -1389,7 +1391,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{time.monotonic() - start:6.0f} s] {message}", flush=True)
 
         run(selected, jobs=args.jobs, tests_mode=args.tests, every_notebook=args.every_notebook,
-            store=store, log=log, plan_only=args.plan, until=until)
+            store=store, log=log, plan_only=args.plan, until=until,
+            command=" ".join(["python tools/mutants.py", *argv]))
         log("done")
     if args.write or args.report:
         REPORT.write_text(report(store, command))
