@@ -402,15 +402,26 @@ def main(argv=None):
     parser.add_argument("--model-only", action="store_true",
                         help="only time chapter 13's released model and print it (with --write: "
                              "replace its section in --output, keeping the rest)")
-    parser.add_argument("--write", action="store_true", help="with --model-only: write the section")
+    parser.add_argument("--suite-only", action="store_true",
+                        help="only time `make test` (the README's test command) and print it "
+                             "(with --write: replace its section in --output)")
+    parser.add_argument("--write", action="store_true",
+                        help="with --model-only or --suite-only: write that section")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
+    if args.suite_only:
+        block = _suite_block("python benchmarks/bench.py --suite-only --write")
+        print(block)
+        if args.write:
+            _replace_block(args.output, block, "test-suite")
+            print(f"\nwrote the section into {args.output}")
+        return 0
     if args.model_only:
         block = _model_block(args.repeats, "python benchmarks/bench.py --model-only --write")
         print(block)
         if args.write:
-            _replace_block(args.output, block)
+            _replace_block(args.output, block, "real-model")
             print(f"\nwrote the section into {args.output}")
         return 0
 
@@ -465,6 +476,8 @@ def main(argv=None):
                 + table(["notebook", "wall time", "result"], rows))
         _, book = bench_book()
         section("The site", f"`make book` (no execution; the committed outputs): {book}")
+        out.extend(["", _suite_block("make bench"), ""])
+        print(out[-2], flush=True)
     out.append(f"Load average at the end: {load_average()}")
     print(out[-1])
     out += _kept_sections(args.output)
@@ -495,10 +508,37 @@ def _model_block(repeats, command):
             f"before {before}, after {load_average()}.\n\n{body}\n<!-- real-model:end -->")
 
 
-def _replace_block(path, block):
-    """Put ``block`` in place of the ``real-model`` block of ``path`` (or at its end)."""
+SUITE_TARGET_S = 300.0  # `make test` within 5 minutes on two cores
+
+
+def _suite_block(command):
+    """``make test`` timed once (everything it runs: the unit tests and notebooks in one
+    process per core, lint, the notebook checks), between ``test-suite`` markers."""
+    before = load_average()
+    start = time.perf_counter()
+    proc = subprocess.run(["make", "--no-print-directory", "test"], cwd=ROOT,
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    summary = [line for line in proc.stdout.splitlines()
+               if re.match(r"^=+ .*(passed|failed|error)", line)]
+    result = summary[-1].strip("= ") if summary else "no pytest summary"
+    if proc.returncode != 0:
+        result = f"**failed** (exit {proc.returncode}): {result}"
+    return (f"<!-- test-suite:begin -->\n## `make test`\n\n`{command}`, "
+            f"{datetime.date.today()}; load average before {before}, after {load_average()}. "
+            "As the README runs it, its `book` prerequisite included (Sphinx rebuilds only "
+            "what changed); set-up excluded (`.venv` exists).\n\n"
+            + table(["command", "wall time", "target", "met", "result"],
+                    [["`make test`", f"{elapsed / 60:.1f} min ({elapsed:.0f} s)",
+                      f"< {SUITE_TARGET_S / 60:.0f} min", verdict(elapsed, SUITE_TARGET_S),
+                      result]])
+            + "\n<!-- test-suite:end -->")
+
+
+def _replace_block(path, block, name):
+    """Put ``block`` in place of the ``name`` block of ``path`` (or at its end)."""
     text = path.read_text() if path.is_file() else "# Benchmark results\n"
-    pattern = r"<!-- real-model:begin -->.*?<!-- real-model:end -->"
+    pattern = rf"<!-- {name}:begin -->.*?<!-- {name}:end -->"
     if re.search(pattern, text, flags=re.S):
         text = re.sub(pattern, lambda _: block, text, count=1, flags=re.S)
     else:
@@ -512,7 +552,7 @@ def _kept_sections(path):
     text = path.read_text() if path.is_file() else ""
     kept = [block for block, name in
             re.findall(r"(<!-- ([a-z0-9-]+):begin -->.*?<!-- \2:end -->)", text, flags=re.S)
-            if name != "real-model"]  # the full run writes that one itself
+            if name not in ("real-model", "test-suite")]  # the full run writes these itself
     return ["", *kept] if kept else []
 
 
