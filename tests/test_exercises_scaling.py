@@ -10,15 +10,17 @@ import pytest
 from exercise_stubs import printed, stub_function
 
 from course_utils.exercises.scaling import (
-    check_full_turn_count,
     check_llama3_frequencies,
-    check_paper_ramp,
+    check_paper_yarn_frequencies,
+    check_yarn_bounds,
 )
+from course_utils.rope import rope_inv_freq
+from course_utils.scaling import rope_scaling, yarn_correction_range
 
 
 @pytest.mark.parametrize("checker, stub", [
-    (check_full_turn_count, ...),
-    (check_paper_ramp, stub_function),
+    (check_yarn_bounds, stub_function),
+    (check_paper_yarn_frequencies, stub_function),
     (check_llama3_frequencies, stub_function),
 ])
 def test_stub_is_not_attempted(checker, stub, capsys):
@@ -26,46 +28,105 @@ def test_stub_is_not_attempted(checker, stub, capsys):
     assert "NOT ATTEMPTED" in printed(capsys)
 
 
-def test_full_turn_count(capsys):
-    # Mistral 7B v0.2: lambda_i <= L  <=>  i <= 64 ln(32768 / 2 pi) / ln(1e6) = 39.65, so 40 pairs.
-    right = math.floor(64 * math.log(32768 / (2 * math.pi)) / math.log(1e6)) + 1
-    assert right == 40
-    assert check_full_turn_count(right) is True
+def _dim(rho, head_dim, base, length, k=1.0):
+    return k * head_dim * math.log(length / (2 * math.pi * rho)) / (2 * math.log(base))
+
+
+def _bounds(head_dim, base, length, fast, slow, rounding=(math.floor, math.ceil), clamp=True,
+            k=1.0):
+    # Written from transformers' _compute_yarn_parameters (find_correction_range).
+    low = rounding[0](_dim(fast, head_dim, base, length, k))
+    high = rounding[1](_dim(slow, head_dim, base, length, k))
+    return (max(low, 0), min(high, head_dim - 1)) if clamp else (low, high)
+
+
+def test_yarn_bounds(capsys):
+    # Llama-2: dim(32) = 20.94 and dim(1) = 45.03, rounded outwards (notebook 07).
+    assert _bounds(128, 1e4, 4096, 32.0, 1.0) == (20, 46)
+    assert check_yarn_bounds(_bounds) is True
     assert "PASS" in printed(capsys)
 
 
+def test_yarn_bounds_agree_with_the_course_function():
+    from course_utils.exercises.scaling import _YARN_CONFIGS
+    for head_dim, base, length, fast, slow in _YARN_CONFIGS:
+        assert _bounds(head_dim, base, length, fast, slow) == yarn_correction_range(
+            head_dim, base=base, original_max_position_embeddings=length, beta_fast=fast,
+            beta_slow=slow)
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (24, "do NOT complete"),
-    (39, "one short"),
-    (80, "channels"),
-    (41, "values differ"),
+    (lambda d, b, n, f, s: _bounds(d, b, n, f, s, rounding=(round, round)), "nearest pair"),
+    (lambda d, b, n, f, s: _bounds(d, b, n, f, s, rounding=(math.ceil, math.floor)),
+     "rounded inwards"),
+    (lambda d, b, n, f, s: _bounds(d, b, n, s, f), "swapped"),
+    (lambda d, b, n, f, s: (20, 46), "Llama-2 only"),
+    (lambda d, b, n, f, s: _bounds(d, b, n, f, s, clamp=False), "clamp"),
+    (lambda d, b, n, f, s: _bounds(d, b, n, f, s, k=2.0), "twice too large"),
+    (lambda d, b, n, f, s: _bounds(d, b, n, f, s)[0], "two numbers"),
+    (lambda d, b, n, f, s: (0, 1), "values differ"),
 ])
-def test_full_turn_count_wrong(wrong, hint, capsys):
-    assert check_full_turn_count(wrong) is False
+def test_yarn_bounds_wrong(wrong, hint, capsys):
+    assert check_yarn_bounds(wrong) is False
     out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
 
-def _ramp(r, alpha, beta):
-    return np.clip((r - alpha) / (beta - alpha), 0.0, 1.0)
+def _paper(theta, factor, length, alpha, beta, turns=None, gamma=None):
+    # Peng et al. 2023, section 3.2: rho = L / lambda, gamma(rho), h(theta).
+    rho = length * theta / (2 * np.pi) if turns is None else turns
+    g = np.clip((rho - alpha) / (beta - alpha), 0.0, 1.0) if gamma is None else gamma
+    return (1 - g) * theta / factor + g * theta
 
 
-def test_paper_ramp(capsys):
-    assert check_paper_ramp(_ramp) is True
+def test_paper_yarn_frequencies(capsys):
+    assert check_paper_yarn_frequencies(_paper) is True
     assert "PASS" in printed(capsys)
 
 
+def test_paper_yarn_frequencies_in_float32_and_torch(torch, capsys):
+    assert check_paper_yarn_frequencies(
+        lambda t, s, n, a, b: _paper(t, s, n, a, b).astype(np.float32)) is True
+
+    def in_torch(theta, factor, length, alpha, beta):
+        t = torch.from_numpy(theta)
+        g = torch.clamp((length * t / (2 * math.pi) - alpha) / (beta - alpha), 0.0, 1.0)
+        return ((1 - g) * t / factor + g * t).float()
+    assert check_paper_yarn_frequencies(in_torch) is True
+    assert printed(capsys).count("PASS") == 2
+
+
+def _code(theta, factor, length, alpha, beta):
+    head_dim = 2 * theta.size
+    base = theta[1] ** (-head_dim / 2)
+    return rope_scaling("yarn", head_dim, base=base, factor=factor,
+                        original_max_position_embeddings=length, beta_fast=beta,
+                        beta_slow=alpha)[0]
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda r, a, b: 1 - _ramp(r, a, b), "upside down"),
-    (lambda r, a, b: (r - a) / (b - a), "clipped"),
-    (lambda r, a, b: np.clip(r / b, 0, 1), "starts at alpha"),
-    (lambda r, a, b: np.ones(3), "shape"),
-    (lambda r, a, b: r.undefined, "raised AttributeError"),
+    (lambda t, s, n, a, b: _paper(t, s, n, a, b, gamma=1 - np.clip(
+        (n * t / (2 * np.pi) - a) / (b - a), 0, 1)), "upside down"),
+    (lambda t, s, n, a, b: _paper(t, s, n, a, b, turns=n * t), "2 pi radians"),
+    (lambda t, s, n, a, b: _paper(t, s, n, a, b, turns=n / t), "wavelength ratio"),
+    (lambda t, s, n, a, b: _paper(t, s, n, a, b, gamma=np.clip(
+        (n * t / (2 * np.pi) - a) / b, 0, 1)), "width of the ramp"),
+    (_code, "reference code's ramp"),
+    (lambda t, s, n, a, b: _paper(t, s, n, 1.0, 32.0), "the arguments alpha and beta"),
+    (lambda t, s, n, a, b: t / s, "values differ"),
+    (lambda t, s, n, a, b: np.ones(3), "shape"),
 ])
-def test_paper_ramp_wrong(wrong, hint, capsys):
-    assert check_paper_ramp(wrong) is False
+def test_paper_yarn_frequencies_wrong(wrong, hint, capsys):
+    assert check_paper_yarn_frequencies(wrong) is False
     out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
+
+
+def test_paper_yarn_frequencies_llama2_keeps_and_divides():
+    # Outside the ramp the paper keeps (rho > 32) or divides (rho < 1): Llama-2, s = 8.
+    theta = rope_inv_freq(128)
+    got = _paper(theta, 8.0, 4096, 1.0, 32.0)
+    assert np.allclose(got[:21], theta[:21]) and np.allclose(got[46:], theta[46:] / 8)
 
 
 def _llama3(omega, factor, L, lf, hf):
@@ -96,33 +157,6 @@ def _reversed_blend(omega, factor, L, lf, hf):
 ])
 def test_llama3_frequencies_wrong(wrong, hint, capsys):
     assert check_llama3_frequencies(wrong) is False
-    out = printed(capsys)
-    assert "TRY AGAIN" in out and hint in out
-
-
-def test_full_turn_count_float_and_numpy_int_pass(capsys):
-    assert check_full_turn_count(np.int64(40)) is True
-    assert check_full_turn_count(40.0) is True
-    assert printed(capsys).count("PASS") == 2
-
-
-def test_paper_ramp_float32_and_torch_pass(torch, capsys):
-    assert check_paper_ramp(lambda r, a, b: _ramp(r, a, b).astype(np.float32)) is True
-
-    def in_torch(r, alpha, beta):
-        return torch.clamp((torch.from_numpy(r) - alpha) / (beta - alpha), 0.0, 1.0).float()
-    assert check_paper_ramp(in_torch) is True
-    assert printed(capsys).count("PASS") == 2
-
-
-@pytest.mark.parametrize("wrong, hint", [
-    (lambda r, a, b: _ramp(r, 1.0, 32.0), "the arguments alpha and beta"),
-    (lambda r, a, b: np.clip((r - a) / b, 0, 1), "width of the ramp"),
-    (lambda r, a, b: _ramp(r, a + 1, b + 1), "values differ"),
-    (lambda r, a, b: (r > b).astype(float), "values differ"),
-])
-def test_paper_ramp_more_wrong_answers(wrong, hint, capsys):
-    assert check_paper_ramp(wrong) is False
     out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
 
