@@ -16,9 +16,8 @@ import subprocess
 import sys
 import warnings
 
-import numpy as np
 import pytest
-from test_reference_configs import _reference, _rotary  # the stored configs' comparison
+from test_reference_configs import _assert_rope_layers_match, _rotary
 
 from course_utils.explain import main, position_plan
 
@@ -87,15 +86,7 @@ def test_planned_configs_equal_transformers(corpus, transformers, torch):
         assert len(plan.layers) == config.num_hidden_layers, model_type
         if model_type in ("gptj", "codegen"):  # a module-level table, compared in test_explain
             continue
-        rotary = _rotary(torch, config)
-        for layer_type, layer in plan.by_layer_type().items():
-            if not layer.rope:
-                continue
-            inv_freq, attention = _reference(rotary, layer_type)
-            np.testing.assert_allclose(layer.inv_freq, inv_freq.double().numpy(), rtol=2e-6,
-                                       err_msg=f"{model_type} {layer_type}")
-            assert layer.attention_factor == pytest.approx(float(attention), rel=1e-6), (
-                model_type)
+        _assert_rope_layers_match(plan, _rotary(torch, config), model_type)
         compared.append(model_type)
     assert len(compared) >= 80, len(compared)
     assert {"cohere2", "exaone4", "mixtral", "stablelm", "starcoder2", "phi3"} <= set(compared)

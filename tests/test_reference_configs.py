@@ -72,6 +72,22 @@ def _reference(rotary, layer_type):
     return rotary.inv_freq, rotary.attention_scaling
 
 
+def _assert_rope_layers_match(plan, reference, label):
+    """Every RoPE layer kind of ``plan``: inverse frequencies to float32 rounding and the
+    attention factor equal ``reference(layer_type)`` (a rotary module, or a callable giving
+    ``(inv_freq, attention_factor)`` for a layer type)."""
+    if hasattr(reference, "forward"):  # a rotary module, itself callable with other arguments
+        rotary = reference
+        reference = lambda layer_type: _reference(rotary, layer_type)  # noqa: E731
+    for layer_type, layer in plan.by_layer_type().items():
+        if not layer.rope:
+            continue
+        inv_freq, attention = reference(layer_type)
+        np.testing.assert_allclose(layer.inv_freq, inv_freq.double().numpy(), rtol=2e-6,
+                                   err_msg=f"{label} {layer_type}")
+        assert layer.attention_factor == pytest.approx(float(attention), rel=1e-6), label
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_plan_matches_transformers(name, transformers, torch):
     cfg = released_config(name).config
@@ -81,14 +97,7 @@ def test_plan_matches_transformers(name, transformers, torch):
     if class_types is not None:
         assert plan.layer_types() == list(class_types), name
     assert len(plan.layers) == config.num_hidden_layers
-    rotary = _rotary(torch, config)
-    for layer_type, layer in plan.by_layer_type().items():
-        if not layer.rope:
-            continue
-        inv_freq, attention = _reference(rotary, layer_type)
-        np.testing.assert_allclose(layer.inv_freq, inv_freq.double().numpy(), rtol=2e-6,
-                                   err_msg=f"{name} {layer_type}")
-        assert layer.attention_factor == pytest.approx(float(attention), rel=1e-6), name
+    _assert_rope_layers_match(plan, _rotary(torch, config), name)
 
 
 def test_phi3_su_revision_is_rejected_by_transformers(transformers):
@@ -192,12 +201,8 @@ def test_rule_derived_layers_match_transformers(cfg, transformers, torch):
         assert plan.layer_types() == [
             "sliding_attention" if window else "full_attention"] * config.num_hidden_layers
     assert plan.values["layer_types"].source.startswith("rule of transformers 5.23 ")
-    rotary = _rotary(torch, config)
-    for layer_type, layer in plan.by_layer_type().items():
-        inv_freq, attention = _reference(rotary, layer_type)
-        np.testing.assert_allclose(layer.inv_freq, inv_freq.double().numpy(), rtol=2e-6,
-                                   err_msg=f"{cfg['model_type']} {layer_type}")
-        assert layer.attention_factor == pytest.approx(float(attention), rel=1e-6)
+    assert all(layer.rope for layer in plan.layers)
+    _assert_rope_layers_match(plan, _rotary(torch, config), cfg["model_type"])
 
 
 def test_gemma4_global_head_dim_class_default(transformers):

@@ -48,6 +48,9 @@ _NOPE = ("no position signal in attention (Mamba layers carry order)",
 _NO_ROPE = {"gpt2": _LEARNED, "gpt_bigcode": _LEARNED, "opt": _LEARNED, "bert": _LEARNED,
             "roberta": _LEARNED, "distilbert": _LEARNED, "xlm-roberta": _LEARNED,
             "electra": _LEARNED, "gpt_neo": _LEARNED, "bloom": _ALIBI, "mpt": _ALIBI,
+            # nn.Embedding(max_position_embeddings, ...) in transformers 5.23
+            # models/albert/modeling_albert.py (AlbertEmbeddings), models/git/modeling_git.py
+            "albert": _LEARNED, "git": _LEARNED,
             "t5": _BUCKETS, "mt5": _BUCKETS, "umt5": _BUCKETS, "jamba": _NOPE}
 # Families whose layer kinds and RoPE use the plan has a rule for (read in transformers'
 # models/<family>/ code): every attention layer rotates unless a rule below says otherwise.
