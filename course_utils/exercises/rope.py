@@ -1,11 +1,10 @@
 """Checkers for the exercises of notebook 05 (rotary position embeddings).
 
 Each checker prints NOT ATTEMPTED, PASS or TRY AGAIN with a hint, and returns True only for PASS.
-Exercises 5.1 and 5.3 are graded against routes written here, independent of
-:mod:`course_utils.rope` (a rotation loop; bfloat16 rounding by a grid search), so a bug in the
-course's functions cannot make a right answer fail or a copy of the bug pass; 5.2 against
-:func:`course_utils.rope.permute_qk_weight_for_half_layout`, itself tested against
-``convert_llama_weights_to_hf.py``'s ``permute``. Never a typed-in number. Tolerances follow the precision of
+Every exercise is graded against a route written here, independent of :mod:`course_utils.rope`
+(a rotation loop; the reshape of ``convert_llama_weights_to_hf.py``'s ``permute``; bfloat16
+rounding by a grid search), so a bug in the course's functions cannot make a right answer fail or
+a copy of the bug pass. Never a typed-in number. Tolerances follow the precision of
 the answer, so a right answer computed in float32 or as a torch tensor passes.
 """
 
@@ -15,7 +14,6 @@ import math
 
 import numpy as np
 
-from ..rope import interleaved_to_half_permutation, permute_qk_weight_for_half_layout
 from . import answer_of, grade
 from ._dtypes import as_float64
 
@@ -141,11 +139,14 @@ def check_half_layout_weight(func):
     def concat(make):
         return np.concatenate([np.ravel(make(w, h, hd)) for w, h, hd in weights])
 
-    expected = concat(lambda w, h, hd: permute_qk_weight_for_half_layout(w, h))
+    # convert_llama_weights_to_hf.py's permute, written here: view(n_heads, head_dim // 2, 2,
+    # dim).transpose(1, 2), independent of course_utils.rope.
+    expected = concat(lambda w, h, hd: w.reshape(h, hd // 2, 2, -1).transpose(0, 2, 1, 3)
+                      .reshape(w.shape))
     first_head_dim = _WEIGHT_SHAPES[0][1]
 
     def half(hd):
-        return interleaved_to_half_permutation(hd)
+        return np.concatenate([np.arange(0, hd, 2), np.arange(1, hd, 2)])
 
     hints = [
         (concat(lambda w, h, hd: w[half(w.shape[0])]),
