@@ -220,3 +220,16 @@ def test_gemma4_global_head_dim_class_default(transformers):
     stated = {**cfg, "rope_parameters": config.rope_parameters}  # the file states them now
     with pytest.raises(ValueError, match="global_head_dim: not in the file"):
         position_plan(stated, class_defaults=False)
+
+
+def test_deepseek_v3_rope_scaling_as_the_released_file_has_it():
+    """The released config.json writes beta_fast 32, beta_slow 1 and factor 40 as integers and
+    has no rope_theta inside rope_scaling (the copy named in the file's checked_against); the
+    conversion script's re-serialized copy it was first read from had floats and an inner theta."""
+    stored = released_config("deepseek_v3")
+    scaling = stored.config["rope_scaling"]
+    assert {k: (v, type(v)) for k, v in scaling.items() if k in ("beta_fast", "beta_slow",
+                                                                "factor")} == {
+        "beta_fast": (32, int), "beta_slow": (1, int), "factor": (40, int)}
+    assert "rope_theta" not in scaling
+    assert "rope_scaling" in stored.source["checked_against"]["same_values"]
