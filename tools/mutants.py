@@ -648,6 +648,13 @@ FIRST = ("attn_no_scale", "shaw_clip_minus_one", "rope_matrix_transposed", "alib
          "adam_no_bias_correction", "lab_causal_mask_removed")
 
 
+#: The chapter that teaches each module: it runs first, so the table says whether it notices.
+TEACHES = {"attention": "01", "sinusoidal": "02", "learned": "03", "relative": "04", "rope": "05",
+           "alibi": "06", "scaling": "07", "practice": "08", "lab.model": "09", "lab.train": "09",
+           "lab.tasks": "09", "lab.extension": "12", "multimodal": "10", "modern": "11",
+           "real_model.model": "13"}
+
+
 # --- which notebooks and tests a module reaches ----------------------------------------------------
 
 def _resolve(module: str, level: int, target: str | None) -> str:
@@ -1064,8 +1071,10 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
                 continue
             ran = [nb for nb in plan["notebooks"] if baselines[nb]["coverage"] is None
                    or set(plan["lines"]) & set(baselines[nb]["coverage"].get(mutant.path, []))]
-            # the chapters that import the module themselves first, the quicker first
-            ran.sort(key=lambda nb: (nb not in plan["direct"], baselines[nb]["seconds"]))
+            # the chapter that teaches the module, then those that import it themselves, the
+            # quicker first
+            ran.sort(key=lambda nb: (pathlib.Path(nb).name[:2] != TEACHES.get(mutant.module),
+                                     nb not in plan["direct"], baselines[nb]["seconds"]))
             key = _digest(mutant.key(), package, *(blobs[p] for p in ran + plan["tests"]),
                           tests_mode, "every notebook" if every_notebook else "first kill")
             old = store.data["results"].get(mutant.name)
