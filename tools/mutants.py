@@ -1030,9 +1030,9 @@ def baseline_key(copy, notebook, blobs, closure, prints) -> str:
 
 def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: bool,
         store: Store, log, plan_only: bool = False, until: datetime.datetime | None = None,
-        command: str = "") -> None:
+        command: str = "", commit: str = "HEAD") -> None:
     started = time.monotonic()
-    commit = git("rev-parse", "HEAD").strip()
+    commit = git("rev-parse", commit).strip()
     blobs = blob_hashes(commit)
     work = pathlib.Path(tempfile.mkdtemp(prefix="course-mutants-"))
     try:
@@ -1355,6 +1355,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every-notebook", action="store_true",
                         help="run every notebook that reaches the patched line, not only until "
                              "the first check fails")
+    parser.add_argument("--commit", default="HEAD",
+                        help="the commit to plant the bugs in (default HEAD): an earlier one reuses "
+                             "its cached unmutated runs while notebooks change")
     parser.add_argument("--until", metavar="HH:MM",
                         help="start no mutant after this time of day (the rest stay not run)")
     parser.add_argument("--plan", action="store_true",
@@ -1401,7 +1404,7 @@ def main(argv: list[str] | None = None) -> int:
 
         run(selected, jobs=args.jobs, tests_mode=args.tests, every_notebook=args.every_notebook,
             store=store, log=log, plan_only=args.plan, until=until,
-            command=" ".join(["python tools/mutants.py", *argv]))
+            command=" ".join(["python tools/mutants.py", *argv]), commit=args.commit)
         log("done")
     if args.write or args.report:
         REPORT.write_text(report(store, command))
