@@ -1081,9 +1081,12 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
             if old and old.get("key") == key:
                 continue
             todo.append((mutant, plan, ran, key))
-        # the known survivors first, then the quickest (a run stopped early has done the most)
-        todo.sort(key=lambda item: (item[0].name not in FIRST,
-                                    baselines[item[2][0]]["seconds"] if item[2] else 0.0))
+        # the known survivors first, then the quickest (a run stopped early has done the most);
+        # the mutants whose first notebook trains models (minutes each) last
+        def cost(item):
+            return baselines[item[2][0]]["seconds"] if item[2] else 0.0
+
+        todo.sort(key=lambda item: (cost(item) > 300, item[0].name not in FIRST, cost(item)))
         log(f"commit {commit[:10]}: {len(todo)} of {len(selected)} mutants to run "
             f"({len(selected) - len(todo)} cached), {jobs} at a time")
         if plan_only:
