@@ -1239,6 +1239,17 @@ VERDICTS = {"check": "killed by a notebook check", "error": "killed by a noteboo
             "tests only": "killed only by unit tests", "survived": "survived"}
 
 
+def teaching_outcome(module: str, result: dict) -> str:
+    """What the chapter that teaches ``module`` made of a mutant."""
+    chapter = TEACHES.get(module)
+    for nb, outcome in result["notebooks"].items():
+        if pathlib.Path(nb).name[:2] == chapter:
+            return "kills" if outcome["checks"] else "error" if outcome["errors"] else "misses"
+    if any(pathlib.Path(nb).name[:2] == chapter for nb in result.get("not_needed", [])):
+        return "not run"
+    return "line not run"
+
+
 def _cell(text: str, width: int = 110) -> str:
     text = text.replace("|", "\\|").replace("\n", " ")
     return text if len(text) <= width else text[: width - 3] + "..."
@@ -1281,12 +1292,17 @@ def report(store: Store, command: str) -> str:
     if stale:
         lines += ["", f"Stale patches (old text not found at the run's commit): {', '.join(stale)}."]
     lines += ["", "## By module", "",
-              "| module | mutants | by a check | by an error only | only by unit tests | survived |"
-              " not run |", "|---|---:|---:|---:|---:|---:|---:|"]
+              "*By its chapter*: killed by a check of the chapter that teaches the module (it runs",
+              "first when it runs the patched line).", "",
+              "| module | chapter | mutants | by a check | by its chapter | by an error only |"
+              " only by unit tests | survived | not run |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for module, mutants in by_module.items():
         rs = [done.get(m.name) for m in mutants]
         row = [sum(1 for r in rs if r and r["verdict"] == v) for v in VERDICTS]
-        lines.append(f"| {module} | {len(mutants)} | " + " | ".join(map(str, row))
+        own = sum(1 for r in rs if r and teaching_outcome(module, r) == "kills")
+        lines.append(f"| {module} | {TEACHES.get(module, '-')} | {len(mutants)} | {row[0]} | "
+                     f"{own} | " + " | ".join(map(str, row[1:]))
                      + f" | {sum(r is None for r in rs)} |")
     last = store.data.get("last_run", {})
     if last:
@@ -1311,12 +1327,13 @@ def report(store: Store, command: str) -> str:
                      f"{o.count('error')} | {o.count('none')} |")
     for module, mutants in by_module.items():
         lines += ["", f"## `course_utils/{module.replace('.', '/')}.py`", "",
-                  "| mutant | kind | bug | notebooks run | outcome | killed by |",
-                  "|---|---|---|---|---|---|"]
+                  "| mutant | kind | bug | notebooks run | outcome | its chapter | killed by |",
+                  "|---|---|---|---|---|---|---|"]
         for m in mutants:
             r = done.get(m.name)
             if r is None:
-                lines.append(f"| `{m.name}` | {m.kind} | {_cell(m.description, 80)} | - | not run | |")
+                lines.append(f"| `{m.name}` | {m.kind} | {_cell(m.description, 80)} | - | not run "
+                             "| | |")
                 continue
             ran = ", ".join(pathlib.Path(nb).stem[:2] for nb in r["ran_notebooks"]) or "none"
             if r["verdict"] in ("check", "error"):
@@ -1327,7 +1344,8 @@ def report(store: Store, command: str) -> str:
             else:
                 by = "output changed, no check failed" if r["output_changed"] else "no change seen"
             lines.append(f"| `{m.name}` | {m.kind} | {_cell(m.description, 80)} | {ran} | "
-                         f"{VERDICTS[r['verdict']]} | {_cell(by)} |")
+                         f"{VERDICTS[r['verdict']]} | {teaching_outcome(module, r)} | "
+                         f"{_cell(by)} |")
     survivors = [(n, r) for n, r in done.items() if r["verdict"] in ("tests only", "survived")]
     lines += ["", "## Not killed by a notebook check", ""]
     if not survivors:
