@@ -147,3 +147,11 @@ def test_fingerprint_ignores_a_reworded_docstring_but_not_a_moved_line(tmp_path)
     assert mutants.fingerprint(path) != first  # coverage's line numbers moved
     path.write_text('def f(x):\n    """Twice x."""\n    return 3 * x\n')
     assert mutants.fingerprint(path) != first
+
+
+def test_a_baseline_without_the_kernel_s_coverage_filters_nothing():
+    """Coverage saved only by worker processes must not rule a notebook out."""
+    measured = {"coverage": {"course_utils/checks.py": [1, 5, 233], "course_utils/rope.py": [47]}}
+    assert mutants.kernel_measured(measured, 233)
+    assert not mutants.kernel_measured({"coverage": {"course_utils/rope.py": [47]}}, 233)
+    assert not mutants.kernel_measured({"coverage": None}, 233)

@@ -846,12 +846,18 @@ def _execute_main(copy: str, notebook: str, out: str) -> int:
     """Child process: execute the notebook with nbclient (errors allowed), save what it printed."""
     import nbclient
     import nbformat
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import Float
+
+    class PatientKernelManager(AsyncKernelManager):
+        # time for a kernel to save its coverage data at exit before it is killed
+        shutdown_wait_time = Float(300.0)
 
     path = pathlib.Path(copy) / notebook
     nb = nbformat.read(path, as_version=4)
     start = time.monotonic()
     client = nbclient.NotebookClient(nb, timeout=NOTEBOOK_TIMEOUT, kernel_name="python3",
-                                     allow_errors=True,
+                                     allow_errors=True, kernel_manager_class=PatientKernelManager,
                                      resources={"metadata": {"path": str(path.parent)}})
     crashed = None
     try:
@@ -951,6 +957,16 @@ def _covered_lines(copy: pathlib.Path, data: pathlib.Path) -> dict[str, list[int
             continue
         out[rel] = sorted(measured.lines(filename) or [])
     return out
+
+
+def kernel_measured(baseline: dict, wrapper_line: int) -> bool:
+    """Whether the kernel's own coverage was saved (not only its worker processes').
+
+    Every notebook calls a check in its kernel, and in the copy a check goes through the
+    recording wrapper appended to checks.py: its ``return check(...)`` line must be covered.
+    """
+    lines = (baseline.get("coverage") or {}).get("course_utils/checks.py", [])
+    return wrapper_line in lines
 
 
 def patched_lines(mutant: Mutant, source: str) -> list[int]:
@@ -1059,6 +1075,7 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
             plans[mutant.name] = dict(reach[mutant.module], lines=patched_lines(mutant, source))
         needed = sorted({nb for p in plans.values() if p for nb in p["notebooks"]})
         keys = {nb: baseline_key(root, nb, blobs, closure, prints) for nb in needed}
+        wrapper = _wrapper_line(root)
         baselines = _baselines(needed, copies, keys, store, log)
         todo = []
         for mutant in selected:
@@ -1069,7 +1086,7 @@ def run(selected: list[Mutant], *, jobs: int, tests_mode: str, every_notebook: b
                     "note": "the old text does not occur exactly once at this commit"}
                 log(f"{mutant.name}: stale patch, skipped")
                 continue
-            ran = [nb for nb in plan["notebooks"] if baselines[nb]["coverage"] is None
+            ran = [nb for nb in plan["notebooks"] if not kernel_measured(baselines[nb], wrapper)
                    or set(plan["lines"]) & set(baselines[nb]["coverage"].get(mutant.path, []))]
             # the chapter that teaches the module, then those that import it themselves, the
             # quicker first
@@ -1177,6 +1194,11 @@ def _baselines(needed, copies, keys, store, log) -> dict:
         for future in [pool.submit(chain, k, items) for k, items in enumerate(chunks)]:
             future.result()
     return out
+
+
+def _wrapper_line(copy: pathlib.Path) -> int:
+    lines = (copy / "course_utils" / "checks.py").read_text().splitlines()
+    return lines.index("                return check(*args, **kwargs)") + 1
 
 
 def _run_mutant(copy, mutant, plan, ran, baselines, tests_mode, every_notebook) -> dict:
