@@ -1333,6 +1333,8 @@ def report(store: Store, command: str) -> str:
                       f"{last['ran']} mutants in {last['minutes']:.0f} min wall time "
                       f"({last['jobs']} at a time on {last['cpus']} cores"
                       + (", stopped before the end" if last.get("stopped") else "") + ")."]
+        if last.get("note"):
+            lines += ["", last["note"]]
     lines += ["", "## By notebook", "",
               "The notebooks each mutant ran (until the first that a check failed in), and how",
               "many of them the notebook's own checks killed.", "",
