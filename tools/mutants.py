@@ -1370,7 +1370,8 @@ def report(store: Store, command: str) -> str:
             lines.append(f"| `{m.name}` | {m.kind} | {_cell(m.description, 80)} | {ran} | "
                          f"{VERDICTS[r['verdict']]} | {teaching_outcome(module, r)} | "
                          f"{_cell(by)} |")
-    survivors = [(n, r) for n, r in done.items() if r["verdict"] in ("tests only", "survived")]
+    survivors = [(n, r) for n, r in done.items()
+                 if r["verdict"] in ("error", "tests only", "survived")]
     lines += ["", "## Not killed by a notebook check", ""]
     if not survivors:
         lines.append("None.")
