@@ -140,8 +140,8 @@ lab-seeds: setup ## Run each lab notebook (09, 12) once per seed 0-4 and with al
 	$(PYTHON) tools/lab_seeds.py --write
 	$(PYTHON) tools/lab_seeds.py --notebook notebooks/12_lab_context_extension.ipynb --write
 
-lab2-grid: setup ## Context-extension lab (notebook 12): full grid, 5 seeds, fine-tunes to 200 steps, learning-rate variants; tables and figure into benchmarks/LAB2_GRID.md
-	$(PYTHON) tools/lab2_grid.py
+lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-tunes to 200 steps, far/near split, baselines, bootstrap intervals (about 12 min on 2 free cores): benchmarks/LAB2_GRID.md
+	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2
 
 long-context: setup ## Chapter 13's long measurements on SmolLM2-135M-Instruct (needs the model file; about 25 min on 2 cores): benchmarks/LONG_CONTEXT.md and long_context.json
 	$(PYTHON) tools/long_context.py

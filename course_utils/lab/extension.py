@@ -22,10 +22,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .. import _validate as val
-from .model import ModelConfig, RopeScaling
+from .model import ModelConfig, RopeScaling, cross_entropy, forward
 from .tasks import Task
 from .train import (
     _interactive_progress,
+    _one_blas_thread,
     _process_pool,
     _progress_bar,
     evaluate_by_position,
@@ -35,7 +36,10 @@ from .train import (
 
 __all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "ContextExtension",
            "run_context_extension", "table_rows", "format_table", "extension_table",
-           "plot_by_position", "plot_vs_steps", "versions"]
+           "plot_by_position", "plot_vs_steps", "versions", "answer_distance",
+           "position_blind_expected", "evaluate_by_distance", "baselines_by_distance",
+           "SPLITS", "paired_bootstrap", "verdict", "CLAIMS", "summarise", "cell_values",
+           "claim_differences", "claim_table"]
 
 METHODS = ("rope", "pi", "ntk", "dynamic", "yarn", "yarn_no_t")
 """Unchanged RoPE, Position Interpolation, NTK-aware, dynamic NTK, YaRN, YaRN without its
@@ -98,6 +102,13 @@ class ContextExtension:
     base_accuracy : float array ``(seeds,)``: the pre-trained model at ``train_length``.
     base_models : tuple of ``(config, params)``, one per seed.
     tune_losses : float array ``(methods, multipliers, seeds, max checkpoint)``.
+    correct_dist : int array ``(methods, multipliers, checkpoints, seeds, longest length)``
+        Correct predictions at positions ``>= train_length``, by the distance from the query to
+        the latest earlier copy of its key (:func:`answer_distance`).
+    total_dist : int array ``(multipliers, longest length)``: labelled positions by distance.
+    scratch_correct_dist : int array ``(multipliers, seeds, longest length)``
+    baseline_dist : dict ``{"blind" | "window": float array (multipliers, longest length)}``:
+        expected correct predictions of the baselines by distance (:func:`baselines_by_distance`).
     """
 
     task: Task
@@ -115,6 +126,10 @@ class ContextExtension:
     base_accuracy: np.ndarray
     base_models: tuple = field(repr=False)
     tune_losses: np.ndarray = field(repr=False)
+    correct_dist: np.ndarray = field(default=None, repr=False)
+    total_dist: np.ndarray = field(default=None, repr=False)
+    scratch_correct_dist: np.ndarray = field(default=None, repr=False)
+    baseline_dist: dict = field(default=None, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.task, Task):
@@ -137,6 +152,9 @@ class ContextExtension:
                   "base_accuracy": 1, "tune_losses": 4}
         for name, ndim in shapes.items():
             array = getattr(self, name)
+            if name == "scratch_loss" and isinstance(array, np.ndarray) \
+                    and np.isnan(array).all():
+                continue  # no model trained long (scratch=False)
             if not isinstance(array, np.ndarray) or array.ndim != ndim \
                     or not np.issubdtype(array.dtype, np.number) \
                     or not np.all(np.isfinite(array)) or np.any(array < 0):
@@ -169,6 +187,44 @@ class ContextExtension:
             out[k] = self.scratch_correct[k][..., beyond].sum(axis=-1) / self.total[k, beyond].sum()
         return out
 
+    def _split_mask(self, split):
+        split = val.choice(split, "split", SPLITS)
+        if self.correct_dist is None:
+            raise ValueError("this result holds no counts by distance")
+        distance = np.arange(self.total_dist.shape[-1])
+        return {"all": distance >= 0, "near": distance < self.train_length,
+                "far": distance >= self.train_length}[split]
+
+    def split_accuracy(self, split):
+        """Accuracy over the labelled positions ``>= train_length`` whose answer lies at a
+        distance ``< train_length`` (``"near"``), ``>= train_length`` (``"far"``) or any
+        (``"all"``, equal to :meth:`accuracy`): ``(methods, multipliers, checkpoints, seeds)``."""
+        keep = self._split_mask(split)
+        return (self.correct_dist[..., keep].sum(axis=-1)
+                / self.total_dist[:, keep].sum(axis=-1)[None, :, None, None])
+
+    def scratch_split_accuracy(self, split):
+        """The from-scratch model's accuracy on a split: ``(multipliers, seeds)``."""
+        keep = self._split_mask(split)
+        return (self.scratch_correct_dist[..., keep].sum(axis=-1)
+                / self.total_dist[:, keep].sum(axis=-1)[:, None])
+
+    def baseline_split_accuracy(self, name, split):
+        """A baseline's expected accuracy on a split (``"blind"`` or ``"window"``):
+        ``(multipliers,)``."""
+        name = val.choice(name, "name", ("blind", "window"))
+        keep = self._split_mask(split)
+        return self.baseline_dist[name][:, keep].sum(axis=-1) / self.total_dist[:, keep].sum(-1)
+
+    def split_arrays(self, split):
+        """``(accuracy, from-scratch accuracy)`` on ``split``; a result without counts by
+        distance has only ``"all"``."""
+        if self.correct_dist is None:
+            if split != "all":
+                raise ValueError("split must be 'all' for a result without counts by distance")
+            return self.accuracy(), self.scratch_accuracy()
+        return self.split_accuracy(split), self.scratch_split_accuracy(split)
+
     def by_position(self, correct, k, width):
         """Mean over seeds of the accuracy in bins of ``width`` positions; bin starts and values.
 
@@ -192,27 +248,219 @@ class ContextExtension:
         return starts, acc.mean(axis=0)
 
 
+SPLITS = ("all", "near", "far")
+"""Scored queries (positions ``>= L``): all of them, those whose answer lies at a distance
+``< L`` (distances seen in training) and those at ``>= L``."""
+
+
+def answer_distance(task, tokens, mask):
+    """How far back the answer of every labelled position lies, ``-1`` where there is no label.
+
+    ``recall`` and ``recall_latest``: the distance ``i - j`` from the query key at ``i`` to the
+    latest earlier copy ``j`` of the same key (its value sits at ``j + 1``, one token nearer);
+    ``copy_back``: ``k``. ``tokens, mask``: ``(batch, length)`` as ``task.batch`` returns them.
+
+    Returns
+    -------
+    int64 array ``(batch, length)``
+    """
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
+    tokens = val.numeric_array(tokens, "tokens", integer=True)
+    mask = np.asarray(mask)
+    if tokens.ndim != 2 or mask.shape != tokens.shape or mask.dtype != bool:
+        raise ValueError(f"tokens and mask must be (batch, length) arrays, mask boolean, got "
+                         f"{tokens.shape} and {mask.shape} {mask.dtype}")
+    out = np.full(tokens.shape, -1, dtype=np.int64)
+    if task.name == "copy_back":
+        out[mask] = dict(task.settings)["k"]
+        return out
+    keys = tokens[:, 1::2]                       # key positions 1, 3, 5, ...
+    n_pairs = keys.shape[1]
+    same = np.tril(keys[:, :, None] == keys[:, None, :], k=-1)   # (batch, query, earlier)
+    latest = n_pairs - 1 - np.argmax(same[:, :, ::-1], axis=-1)
+    found = same.any(axis=-1)
+    out[:, 1::2] = np.where(found, 2 * (np.arange(n_pairs) - latest), -1)
+    if np.any(mask & (out < 0)):
+        raise ValueError("mask marks a position whose key has no earlier copy")
+    return np.where(mask, out, -1)
+
+
+def position_blind_expected(task, tokens, labels, mask):
+    """Expected correctness of a reader that finds the key's earlier copies by content but not
+    their order: it outputs the value after one of them, uniformly at random.
+
+    At a labelled key position ``i``: the share of earlier copies ``j`` of the key whose value
+    ``tokens[j + 1]`` equals ``labels[i]`` (an exact expectation, not a sample). Defined for
+    ``recall`` and ``recall_latest``; ``0`` where there is no label.
+
+    Returns
+    -------
+    float array ``(batch, length)``
+    """
+    if not isinstance(task, Task) or task.name == "copy_back":
+        raise ValueError("task must be a recall task (recall or recall_latest)")
+    answer_distance(task, tokens, mask)  # validates the layout
+    tokens = np.asarray(tokens)
+    labels = val.numeric_array(labels, "labels", integer=True)
+    if labels.shape != tokens.shape:
+        raise ValueError(f"labels must have the shape of tokens {tokens.shape}, got "
+                         f"{labels.shape}")
+    keys, values = tokens[:, 1::2], tokens[:, 2::2]
+    n_values = values.shape[1]            # the last key may lack its value
+    n_pairs = keys.shape[1]
+    same = np.tril(keys[:, :, None] == keys[:, None, :], k=-1)[:, :, :n_values]
+    match = values[:, None, :] == labels[:, 1::2][:, :, None]
+    copies = same.sum(axis=-1)
+    out = np.zeros(tokens.shape)
+    out[:, 1::2][:, :n_pairs] = np.where(copies > 0, (same & match).sum(axis=-1)
+                                         / np.maximum(copies, 1), 0.0)
+    return np.where(mask, out, 0.0)
+
+
+def _test_batches(task, length, n_sequences, seed, batch):
+    """The test sequences of :func:`~course_utils.lab.train.evaluate_by_position`, in its order."""
+    rng = np.random.default_rng(val.positive_int(seed, "seed", allow_zero=True))
+    for start in range(0, n_sequences, batch):
+        yield task.batch(rng, min(batch, n_sequences - start), length)
+
+
+def _by_distance(weights, distance, from_position, length):
+    """Sum of ``weights`` over positions ``>= from_position``, by distance: ``(length,)``."""
+    keep = (distance >= 0) & (np.arange(distance.shape[-1]) >= from_position)
+    return np.bincount(distance[keep], weights=np.asarray(weights, dtype=float)[keep],
+                       minlength=length)
+
+
+def evaluate_by_distance(params, config, task, length, *, from_position, n_sequences=64,
+                         seed=1234, batch=32):
+    """:func:`~course_utils.lab.train.evaluate_by_position` on the same test sequences, plus
+    the counts at positions ``>= from_position`` by :func:`answer_distance`.
+
+    Returns
+    -------
+    correct, total : int64 ``(length,)`` by position; loss : float;
+    correct_dist, total_dist : int64 ``(length,)`` by distance
+    """
+    if not isinstance(task, Task) or not isinstance(config, ModelConfig):
+        raise TypeError("task must be a Task and config a ModelConfig")
+    length = val.positive_int(length, "length")
+    n_sequences = val.positive_int(n_sequences, "n_sequences")
+    batch = val.positive_int(batch, "batch")
+    from_position = val.positive_int(from_position, "from_position", allow_zero=True)
+    correct, total = np.zeros(length, dtype=np.int64), np.zeros(length, dtype=np.int64)
+    hits, counted = np.zeros(length, dtype=np.int64), np.zeros(length, dtype=np.int64)
+    loss_sum = 0.0
+    with _one_blas_thread():
+        for tokens, labels, mask in _test_batches(task, length, n_sequences, seed, batch):
+            logits, _ = forward(params, tokens, config)
+            if mask.any():
+                loss_sum += cross_entropy(logits, labels, mask)[0] * int(mask.sum())
+            right = (np.argmax(logits, axis=-1) == labels) & mask
+            correct += right.sum(axis=0)
+            total += mask.sum(axis=0)
+            distance = answer_distance(task, tokens, mask)
+            hits += _by_distance(right, distance, from_position, length).astype(np.int64)
+            counted += _by_distance(mask, distance, from_position, length).astype(np.int64)
+    if total.sum() == 0:
+        raise ValueError(f"no labelled positions at length {length}; use more sequences")
+    return correct, total, loss_sum / int(total.sum()), hits, counted
+
+
+def baselines_by_distance(task, length, *, from_position, window, n_sequences=64, seed=1234,
+                          batch=32):
+    """Expected correct predictions of two baselines on the test sequences of
+    :func:`evaluate_by_distance`, at positions ``>= from_position``, by distance.
+
+    * ``"blind"``: :func:`position_blind_expected` (content without order);
+    * ``"window"``: an ideal reader of the last ``window`` tokens: right whenever the answer's key
+      lies at a distance ``< window``; otherwise it sees no copy of the key and guesses (chance).
+
+    Returns
+    -------
+    dict ``{"blind": float (length,), "window": float (length,), "total": int64 (length,)}``
+    """
+    if not isinstance(task, Task) or task.name == "copy_back":
+        raise ValueError(f"task must be a recall task from make_task, got {task!r:.60}")
+    length = val.positive_int(length, "length")
+    n_sequences = val.positive_int(n_sequences, "n_sequences")
+    batch = val.positive_int(batch, "batch")
+    window = val.positive_int(window, "window")
+    from_position = val.positive_int(from_position, "from_position", allow_zero=True)
+    out = {"blind": np.zeros(length), "window": np.zeros(length),
+           "total": np.zeros(length, dtype=np.int64)}
+    for tokens, labels, mask in _test_batches(task, length, n_sequences, seed, batch):
+        distance = answer_distance(task, tokens, mask)
+        blind = position_blind_expected(task, tokens, labels, mask)
+        seen = np.where(distance < window, 1.0, task.chance)
+        out["blind"] += _by_distance(blind, distance, from_position, length)
+        out["window"] += _by_distance(seen, distance, from_position, length)
+        out["total"] += _by_distance(mask, distance, from_position, length).astype(np.int64)
+    return out
+
+
+def paired_bootstrap(diff, *, n_resamples=10_000, level=0.95, seed=0):
+    """Mean of paired differences over seeds and its percentile bootstrap interval.
+
+    Resamples the seeds with replacement ``n_resamples`` times (``numpy.random.default_rng(seed)``)
+    and takes the ``(1 - level)/2`` and ``(1 + level)/2`` quantiles of the resampled means
+    (Efron and Tibshirani 1993, *An Introduction to the Bootstrap*, ch. 13).
+
+    Parameters
+    ----------
+    diff : 1-D array, one paired difference per seed (the same seed's two runs)
+
+    Returns
+    -------
+    mean, low, high : float
+    """
+    diff = val.numeric_array(diff, "diff")
+    if diff.ndim != 1 or diff.size < 2:
+        raise ValueError(f"diff must be a 1-D array of at least 2 paired differences, got shape "
+                         f"{diff.shape}")
+    n_resamples = val.positive_int(n_resamples, "n_resamples")
+    level = val.real_float(level, "level")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    rng = np.random.default_rng(val.positive_int(seed, "seed", allow_zero=True))
+    means = diff[rng.integers(0, diff.size, size=(n_resamples, diff.size))].mean(axis=1)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(diff.mean()), float(low), float(high)
+
+
+def verdict(low, high):
+    """``"agrees"`` when the interval lies above 0, ``"disagrees"`` below, else ``"unclear"``."""
+    low, high = val.real_float(low, "low"), val.real_float(high, "high")
+    if low > high:
+        raise ValueError(f"low must be <= high, got {low} > {high}")
+    return "agrees" if low > 0 else "disagrees" if high < 0 else "unclear"
+
+
 def _job(job):
     """One job of :func:`run_context_extension`; module-level so worker processes can run it."""
     kind = job["kind"]
     task, s = job["task"], job["settings"]
+
+    def scored(params, config, n):
+        return evaluate_by_distance(params, config, task, n, from_position=s["train_length"],
+                                    n_sequences=s["n_test"])
+
     if kind in ("base", "scratch"):
         length = s["train_length"] * (1 if kind == "base" else max(s["multipliers"]))
         params, _ = train(task, job["config"], steps=s["steps"],
                           batch=s["batch"] if kind == "base" else s["scratch_batch"], length=length,
                           lr=s["lr"], seed=job["seed"], progress=False)
-        lengths = ([s["train_length"]] if kind == "base"
-                   else [s["train_length"] * m for m in s["multipliers"]])
-        evals = [evaluate_by_position(params, job["config"], task, n, n_sequences=s["n_test"])
-                 for n in lengths]
-        return params, evals, None
+        if kind == "base":
+            return params, [evaluate_by_position(params, job["config"], task, length,
+                                                 n_sequences=s["n_test"])], None
+        return params, [scored(params, job["config"], s["train_length"] * m)
+                        for m in s["multipliers"]], None
     config, params, length = job["config"], job["params"], job["length"]
-    evals = [evaluate_by_position(params, config, task, length, n_sequences=s["n_test"])]
+    evals = [scored(params, config, length)]
     snapshots, losses = fine_tune(params, config, task, length=length,
                                   checkpoints=s["checkpoints"][1:], batch=s["tune_batch"],
                                   lr=s["tune_lr"], warmup=s["tune_warmup"], seed=job["seed"])
-    evals += [evaluate_by_position(snapshots[k], config, task, length, n_sequences=s["n_test"])
-              for k in s["checkpoints"][1:]]
+    evals += [scored(snapshots[k], config, length) for k in s["checkpoints"][1:]]
     return None, evals, losses
 
 
@@ -342,7 +590,9 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
         return [{"id": ("tune", job["seed"], method, m), "kind": "tune", "task": task,
                  "config": method_config(config, method, m, train_length, yarn_params),
                  "params": result[0], "length": m * train_length,
-                 "seed": 1000 * job["seed"] + 10 * multipliers.index(m) + methods.index(method),
+                 # The same fine-tune data for every method (paired comparisons): the seed
+                 # depends on the pre-training seed and the length, not on the method.
+                 "seed": 1000 * job["seed"] + 10 * multipliers.index(m),
                  "settings": settings}
                 for m in multipliers for method in methods]
 
@@ -355,7 +605,9 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
     longest = max(multipliers) * train_length
     shape = (len(methods), len(multipliers), len(checkpoints), len(seeds))
     correct = np.zeros(shape + (longest,), dtype=np.int64)
+    correct_dist = np.zeros(shape + (longest,), dtype=np.int64)
     total = np.zeros((len(multipliers), longest), dtype=np.int64)
+    total_dist = np.zeros((len(multipliers), longest), dtype=np.int64)
     loss = np.empty(shape)
     tune_losses = np.empty((len(methods), len(multipliers), len(seeds), checkpoints[-1]))
     for a, method in enumerate(methods):
@@ -363,17 +615,29 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
             for j, s in enumerate(seeds):
                 _, evals, curve = results[("tune", s, method, m)]
                 tune_losses[a, k, j] = curve
-                for c, (hits, labelled, test_loss) in enumerate(evals):
+                for c, (hits, labelled, test_loss, hits_d, labelled_d) in enumerate(evals):
                     correct[a, k, c, j, :len(hits)] = hits
                     total[k, :len(labelled)] = labelled
+                    correct_dist[a, k, c, j, :len(hits_d)] = hits_d
+                    total_dist[k, :len(labelled_d)] = labelled_d
                     loss[a, k, c, j] = test_loss
     scratch_correct = np.zeros((len(multipliers), len(seeds), longest), dtype=np.int64)
+    scratch_correct_dist = np.zeros((len(multipliers), len(seeds), longest), dtype=np.int64)
     scratch_loss = np.full((len(multipliers), len(seeds)), np.nan)
     if scratch:
         for j, s in enumerate(seeds):
-            for k, (hits, _, test_loss) in enumerate(results[("scratch", s)][1]):
+            for k, (hits, _, test_loss, hits_d, _) in enumerate(results[("scratch", s)][1]):
                 scratch_correct[k, j, :len(hits)] = hits
+                scratch_correct_dist[k, j, :len(hits_d)] = hits_d
                 scratch_loss[k, j] = test_loss
+    baseline_dist = {"blind": np.zeros((len(multipliers), longest)),
+                     "window": np.zeros((len(multipliers), longest))}
+    if task.name != "copy_back":
+        for k, m in enumerate(multipliers):
+            base = baselines_by_distance(task, m * train_length, from_position=train_length,
+                                         window=train_length, n_sequences=settings["n_test"])
+            for name in baseline_dist:
+                baseline_dist[name][k, :m * train_length] = base[name]
     base_accuracy = np.array([results[("base", s)][1][0][0].sum() / results[("base", s)][1][0][1].sum()
                               for s in seeds])
     base_models = tuple((config, results[("base", s)][0]) for s in seeds)
@@ -383,7 +647,9 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
                             settings=settings, correct=correct, total=total, loss=loss,
                             scratch_correct=scratch_correct, scratch_loss=scratch_loss,
                             base_accuracy=base_accuracy, base_models=base_models,
-                            tune_losses=tune_losses)
+                            tune_losses=tune_losses, correct_dist=correct_dist,
+                            total_dist=total_dist, scratch_correct_dist=scratch_correct_dist,
+                            baseline_dist=baseline_dist)
 
 
 SHORT_LABELS = {"rope": "RoPE", "pi": "PI", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
@@ -397,12 +663,14 @@ def _cell(values, spread, decimals=2):
     return f"{values.mean():.{decimals}f} ({values.min():.{decimals}f}-{values.max():.{decimals}f})"
 
 
-def table_rows(methods, checkpoints, multipliers, accuracy, ceiling=None, *, spread=True):
+def table_rows(methods, checkpoints, multipliers, accuracy, ceiling=None, *, spread=True,
+               decimals=2):
     """Header and rows of the accuracy table from arrays (also for results read from a file).
 
     ``accuracy``: ``(methods, multipliers, checkpoints, seeds)``; ``ceiling``:
     ``(multipliers, seeds)`` or ``None``. One column per (multiplier, checkpoint).
     """
+    decimals = val.positive_int(decimals, "decimals")
     for name, seq in (("methods", methods), ("checkpoints", checkpoints),
                       ("multipliers", multipliers)):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)) or not seq:
@@ -420,12 +688,12 @@ def table_rows(methods, checkpoints, multipliers, accuracy, ceiling=None, *, spr
         if ceiling.ndim != 2 or ceiling.shape[0] != len(multipliers):
             raise ValueError(f"ceiling must have shape (multipliers, seeds), got {ceiling.shape}")
     headers = ["method"] + [f"{m}L {c}" for m in multipliers for c in checkpoints]
-    rows = [[SHORT_LABELS[method]] + [_cell(accuracy[a][k][c], spread)
+    rows = [[SHORT_LABELS[method]] + [_cell(accuracy[a][k][c], spread, decimals)
                                       for k in range(len(multipliers))
                                       for c in range(len(checkpoints))]
             for a, method in enumerate(methods)]
     if ceiling is not None:
-        rows.append([SHORT_LABELS["scratch"]] + [_cell(ceiling[k], spread)
+        rows.append([SHORT_LABELS["scratch"]] + [_cell(ceiling[k], spread, decimals)
                                                  for k in range(len(multipliers))
                                                  for _ in checkpoints])
     return headers, rows
@@ -453,19 +721,28 @@ def format_table(headers, rows, *, markdown=False):
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def extension_table(result, *, multiplier=None, spread=True, markdown=False):
-    """Accuracy beyond the training length: one row per method (and the ceiling), one column
-    per fine-tune step count (``"4L 25"``: at 4L after 25 steps), for one multiplier or all;
-    mean over seeds and, with ``spread``, (worst-best seed)."""
+def extension_table(result, *, multiplier=None, spread=True, markdown=False, split="all",
+                    decimals=2):
+    """Accuracy beyond the training length on ``split`` (:data:`SPLITS`): one row per method
+    (and the model trained long), one column per fine-tune step count (``"4L 25"``: at 4L after
+    25 steps), for one multiplier or all; mean over seeds and, with ``spread``, (worst-best
+    seed). With counts by distance, the position-blind and window baselines close the table."""
     if not isinstance(result, ContextExtension):
         raise TypeError(f"result must be a ContextExtension, got {type(result).__name__}")
+    split = val.choice(split, "split", SPLITS)
     ks = (range(len(result.multipliers)) if multiplier is None
           else [result.multipliers.index(multiplier)])
-    acc, ceiling = result.accuracy(), result.scratch_accuracy()
+    by_distance = result.correct_dist is not None
+    acc, ceiling = result.split_arrays(split)
     headers, rows = table_rows(result.methods, result.checkpoints,
                                [result.multipliers[k] for k in ks], acc[:, list(ks)],
                                ceiling[list(ks)] if result.settings.get("scratch", True)
-                               else None, spread=spread)
+                               else None, spread=spread, decimals=decimals)
+    if by_distance and result.task.name != "copy_back":
+        for name, label in (("blind", "position-blind"), ("window", "window < L")):
+            values = result.baseline_split_accuracy(name, split)
+            rows.append([label] + [f"{values[k]:.{decimals}f}" for k in ks
+                                   for _ in result.checkpoints])
     return format_table(headers, rows, markdown=markdown)
 
 
@@ -515,15 +792,19 @@ def plot_by_position(result, multiplier, *, width=4, axes=None):
     return axes
 
 
-def plot_vs_steps(result, *, axes=None):
-    """Accuracy beyond ``L`` against fine-tune steps, one panel per multiplier, one line per
-    method (mean over seeds, worst-best band), the ceiling as a dashed line. Returns the axes."""
+def plot_vs_steps(result, *, axes=None, split="all"):
+    """Accuracy beyond ``L`` on ``split`` (:data:`SPLITS`) against fine-tune steps, one panel per
+    multiplier, one line per method (mean over seeds, worst-best band), the model trained long
+    as a dashed line and, with counts by distance, the position-blind baseline (dash-dotted).
+    Returns the axes."""
     if not isinstance(result, ContextExtension):
         raise TypeError(f"result must be a ContextExtension, got {type(result).__name__}")
+    split = val.choice(split, "split", SPLITS)
     if axes is None:
         _, axes = plt.subplots(1, len(result.multipliers), figsize=(10, 4), sharey=True)
     axes = np.ravel(axes)
-    acc, ceiling = result.accuracy(), result.scratch_accuracy()
+    by_distance = result.correct_dist is not None
+    acc, ceiling = result.split_arrays(split)
     steps = np.array(result.checkpoints)
     for k, m in enumerate(result.multipliers):
         ax = axes[k]
@@ -534,10 +815,124 @@ def plot_vs_steps(result, *, axes=None):
         if result.settings.get("scratch", True):
             ax.axhline(ceiling[k].mean(), color="k", linestyle="--", linewidth=1,
                        label=METHOD_LABELS["scratch"])
+        if by_distance and result.task.name != "copy_back":
+            ax.axhline(result.baseline_split_accuracy("blind", split)[k], color="0.3",
+                       linestyle="-.", linewidth=1, label="position-blind")
         ax.axhline(result.task.chance, color="0.5", linestyle=":", linewidth=0.8)
         ax.set(title=f"{m}L = {m * result.train_length} tokens", xlabel="fine-tune steps")
         ax.set_ylim(0, 1.04)
-    axes[0].set_ylabel(f"accuracy, positions >= {result.train_length}")
+    axes[0].set_ylabel(f"accuracy, positions >= {result.train_length}" if split == "all" else
+                       f"accuracy, answer {'>=' if split == 'far' else '<'} "
+                       f"{result.train_length} back")
     # Outside the panels, right of the last: inside, it covered the curves it names.
     axes[-1].legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return axes
+
+
+CLAIMS = (
+    ("extrapolation fails (4L, 0 steps)", "Chen et al. 2023, abstract",
+     ("scratch", 4, 0), ("rope", 4, 0)),
+    ("PI fine-tunes past RoPE (4L, 100 steps)", "Chen et al. 2023, introduction",
+     ("pi", 4, 100), ("rope", 4, 100)),
+    ("PI: fine-tune recovers (4L, 0 -> 100)", "Chen et al. 2023, abstract",
+     ("pi", 4, 100), ("pi", 4, 0)),
+    ("YaRN before PI (2L, 25 steps)", "Peng et al. 2023, abstract", ("yarn", 2, 25), ("pi", 2, 25)),
+    ("YaRN before PI (2L, 50 steps)", "Peng et al. 2023, abstract", ("yarn", 2, 50), ("pi", 2, 50)),
+    ("YaRN before PI (4L, 25 steps)", "Peng et al. 2023, abstract", ("yarn", 4, 25), ("pi", 4, 25)),
+    ("YaRN before PI (4L, 50 steps)", "Peng et al. 2023, abstract", ("yarn", 4, 50), ("pi", 4, 50)),
+    ("NTK-aware over PI (2L, 0 steps)", "bloc97 2023, title", ("ntk", 2, 0), ("pi", 2, 0)),
+    ("NTK-aware over PI (4L, 0 steps)", "bloc97 2023, title", ("ntk", 4, 0), ("pi", 4, 0)),
+    ("NTK-aware over blind (4L, 0 steps)", "bloc97 2023, title", ("ntk", 4, 0), ("blind", 4, 0)),
+    ("temperature helps YaRN (4L, 25)", "Peng et al. 2023, section 3.4",
+     ("yarn", 4, 25), ("yarn_no_t", 4, 25)),
+)
+"""Each claim as ``(name, where it is made, A, B)``: the toy agrees when ``A - B > 0`` on the far
+split. ``A`` and ``B`` are ``(who, multiplier, fine-tune steps)``, ``who`` a method of
+:data:`METHODS`, ``"scratch"`` (trained at the long length), ``"blind"`` or ``"window"``."""
+
+
+def summarise(result):
+    """A :class:`ContextExtension` as plain lists (for JSON): per-seed accuracy on every split of
+    :data:`SPLITS`, the from-scratch model's, the baselines', losses and settings."""
+    if not isinstance(result, ContextExtension):
+        raise TypeError(f"result must be a ContextExtension, got {type(result).__name__}")
+
+    def stats(x):
+        return {"mean": np.round(x.mean(axis=-1), 4).tolist(),
+                "per_seed": np.round(x, 4).tolist()}
+
+    out = {"methods": list(result.methods), "multipliers": list(result.multipliers),
+           "checkpoints": list(result.checkpoints), "seeds": list(result.seeds),
+           "accuracy": {split: stats(result.split_accuracy(split)) for split in SPLITS},
+           "loss": stats(result.loss),
+           "base_accuracy": np.round(result.base_accuracy, 4).tolist(),
+           "baselines": {name: {split: np.round(result.baseline_split_accuracy(name, split),
+                                                4).tolist() for split in SPLITS}
+                         for name in ("blind", "window")},
+           "settings": {k: (list(v) if isinstance(v, tuple) else v)
+                        for k, v in result.settings.items()}}
+    if result.settings["scratch"]:
+        out["scratch_accuracy"] = {split: stats(result.scratch_split_accuracy(split))
+                                   for split in SPLITS}
+    return out
+
+
+def _record(run):
+    keys = ("methods", "multipliers", "checkpoints", "seeds", "accuracy", "baselines")
+    if not isinstance(run, dict) or not all(key in run for key in keys):
+        raise TypeError(f"run must be a record from summarise (a dict with {keys}), got "
+                        f"{run!r:.60}")
+    return run
+
+
+def cell_values(run, who, multiplier, steps, split="far"):
+    """Per-seed accuracy of ``who`` at ``multiplier`` after ``steps`` fine-tune steps, from a
+    :func:`summarise` record (``"scratch"``: the model trained long; ``"blind"``, ``"window"``:
+    the baselines, the same on every seed)."""
+    run = _record(run)
+    split = val.choice(split, "split", SPLITS)
+    if not isinstance(who, str):
+        raise TypeError(f"who must be a method name, 'scratch', 'blind' or 'window', got "
+                        f"{who!r:.60}")
+    if multiplier not in run["multipliers"]:
+        raise ValueError(f"multiplier must be one of {run['multipliers']}, got {multiplier!r}")
+    k = run["multipliers"].index(multiplier)
+    n_seeds = len(run["seeds"])
+    if who in ("blind", "window"):
+        return np.full(n_seeds, run["baselines"][who][split][k])
+    if who == "scratch":
+        return np.array(run["scratch_accuracy"][split]["per_seed"][k])
+    if who not in run["methods"] or steps not in run["checkpoints"]:
+        raise ValueError(f"who must be a method of {run['methods']} and steps one of "
+                         f"{run['checkpoints']}, got {who!r}, {steps!r}")
+    return np.array(run["accuracy"][split]["per_seed"][run["methods"].index(who)][k]
+                    [run["checkpoints"].index(steps)])
+
+
+def claim_differences(run, split="far", claims=CLAIMS):
+    """``{claim name: per-seed A - B}`` for the claims whose cells ``run`` holds."""
+    run = _record(run)
+    if not isinstance(claims, (list, tuple)) or not all(
+            isinstance(c, tuple) and len(c) == 4 and all(isinstance(x, tuple) and len(x) == 3
+                                                         for x in c[2:]) for c in claims):
+        raise TypeError(f"claims must be a tuple of (name, source, A, B) as CLAIMS, got "
+                        f"{claims!r:.60}")
+    out = {}
+    for name, _, a, b in claims:
+        if all(w in ("scratch", "blind", "window") or (w in run["methods"]
+                                                       and st in run["checkpoints"])
+               for w, _, st in (a, b)) and ("scratch_accuracy" in run or "scratch" not in
+                                            (a[0], b[0])):
+            out[name] = cell_values(run, *a, split) - cell_values(run, *b, split)
+    return out
+
+
+def claim_table(run, split="far", *, n_resamples=10_000, level=0.95):
+    """``[(claim, mean, low, high, verdict)]``: :func:`paired_bootstrap` over seeds of every
+    claim's difference on ``split``, and its :func:`verdict`."""
+    rows = []
+    n_resamples = val.positive_int(n_resamples, "n_resamples")
+    for name, diff in claim_differences(run, split).items():
+        mean, low, high = paired_bootstrap(diff, n_resamples=n_resamples, level=level)
+        rows.append((name, mean, low, high, verdict(low, high)))
+    return rows
