@@ -524,6 +524,10 @@ def _suite_block(command):
     result = summary[-1].strip("= ") if summary else "no pytest summary"
     if proc.returncode != 0:
         result = f"**failed** (exit {proc.returncode}): {result}"
+        failures = [line for line in proc.stdout.splitlines() if line.startswith(("FAILED",
+                                                                                 "ERROR"))]
+        print("\n".join(failures or proc.stdout.splitlines()[-40:] + proc.stderr.splitlines()[-20:]),
+              file=sys.stderr)
     return (f"<!-- test-suite:begin -->\n## `make test`\n\n`{command}`, "
             f"{datetime.date.today()}; load average before {before}, after {load_average()}. "
             "As the README runs it, its `book` prerequisite included (Sphinx rebuilds only "
