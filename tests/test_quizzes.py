@@ -251,10 +251,11 @@ ANSWERS = {
     "12-dynamic-at-L": lambda: dynamic_ntk_base(128, base=10000.0, factor=2.0, seq_len=4096,
                                                 original_max_position_embeddings=4096) / 10000.0,
     "12-temperature": lambda: _in_text(
-        12, "YaRN's temperature lowers the attention entropy as designed; here it raises the loss "
-        "and leaves accuracy unchanged", "as-designed"),
+        12, "the temperature lowers the entropy as designed, raises the loss here, and leaves "
+        "accuracy unchanged", "as-designed"),
     "12-fine-tune": lambda: _in_text(
-        12, "PI and dynamic NTK highest by 200 steps, the unchanged RoPE slowest", "unchanged"),
+        12, "NTK-aware and YaRN dip in the first 25 steps before climbing, and the unchanged RoPE "
+        "hardly moves", "unchanged"),
     "13-window-sinks": _stored_window,
     "13-offset": _smollm2_offset,
     "13-pair28": lambda: 511 * float(rope_inv_freq(SMOLLM2["head_dim"], base=SMOLLM2["base"])[28]),
