@@ -235,7 +235,7 @@ ANSWERS = {
     "08-packed": lambda: int(packed_position_ids([3, 2])[4]),
     "08-block-mask": lambda: int(block_diagonal_mask([3, 2]).sum(-1)[4]),
     "08-cache": lambda: int(position_ids_from_attention_mask(np.ones((1, 8), dtype=int))[0, -1]),
-    "09-recall": lambda: _in_text(9, "recall: ALiBi holds at 8x", "alibi"),
+    "09-recall": lambda: _in_text(9, "On recall ALiBi holds at 8x", "alibi"),
     "09-learned": lambda: _in_text(9, "A learned table: `n/a` past its rows, not zero", "no-rows"),
     "09-rope-backward": _rope_backward,
     "10-patches": lambda: len(patch_grid_positions(224 // 16, 224 // 16)[0]),
