@@ -68,7 +68,15 @@ def method_config(config, method, factor, train_length, yarn_params=()):
     if method == "rope":
         return config
     name, temperature = _SCALING[method]
-    params = tuple(yarn_params) if name == "yarn" else ()
+    try:
+        params = tuple(tuple(pair) for pair in yarn_params)
+    except TypeError:
+        params = None
+    if params is None or any(len(pair) != 2 or not isinstance(pair[0], str)
+                             for pair in params):
+        raise TypeError("yarn_params must be (name, value) pairs, e.g. (('beta_fast', 32),), "
+                        f"got {yarn_params!r:.60}")
+    params = params if name == "yarn" else ()
     return replace(config, rope_scaling=RopeScaling(name, float(factor), train_length,
                                                     params=params, temperature=temperature))
 
