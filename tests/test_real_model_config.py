@@ -15,16 +15,16 @@ Tests that need the model file skip without it (``make model`` fetches it) and f
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from test_real_model import require_model_file  # skip or, under CI, fail without the file
 
 from course_utils.data.released import released_config
 from course_utils.explain import position_plan
-from course_utils.real_model import files, model_available, read_config
+from course_utils.real_model import files, read_config
 
 KEY = "smollm2_135m"
 # Keys of the released config.json outside the stored position keys (same source as the record).
@@ -34,11 +34,7 @@ RELEASED_OTHER = {"rms_norm_eps": 1e-05, "vocab_size": 49152, "tie_word_embeddin
 
 @pytest.fixture(scope="module")
 def reader():
-    if not model_available():
-        message = f"the model file is not in {files.cache_dir()}: run `make model`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI must run the released-model tests)")
-        pytest.skip(message)
+    require_model_file()
     import gguf
 
     return gguf.GGUFReader(str(files.model_path()))
