@@ -184,7 +184,7 @@ def _off_by_band_edge(omega, factor, L, lf, hf):
 @pytest.mark.parametrize("wrong, hint", [
     (_llama31_typed_in, "Llama-3.1 only"),
     (lambda omega, s, L, lf, hf: np.where(2 * np.pi / omega < L / hf, omega, omega / s),
-     "blended, not divided"),
+     "divided instead of blended"),
     (_off_by_band_edge, "TRY AGAIN"),
     (lambda omega, s, L, lf, hf: omega, "values differ"),
     (lambda omega, s, L, lf, hf: omega[:-1], "shape"),
@@ -193,6 +193,33 @@ def test_llama3_frequencies_more_wrong_answers(wrong, hint, capsys):
     assert check_llama3_frequencies(wrong) is False
     out = printed(capsys)
     assert "TRY AGAIN" in out and hint in out
+
+
+def _thresholds_swapped_if_first(omega, factor, L, lf, hf):
+    # Meta's if/elif order with L / lf and L / hf exchanged: keep, else divide, else blend.
+    wavelength = 2 * np.pi / omega
+    smooth = (L / wavelength - lf) / (hf - lf)
+    blended = (1 - smooth) * omega / factor + smooth * omega
+    return np.where(wavelength < L / lf, omega,
+                    np.where(wavelength > L / hf, omega / factor, blended))
+
+
+def _thresholds_swapped_divide_first(omega, factor, L, lf, hf):
+    # transformers' order (divide, then blend a medium mask) with L / lf and L / hf exchanged.
+    wavelength = 2 * np.pi / omega
+    new = np.where(wavelength > L / hf, omega / factor, omega)
+    smooth = (L / wavelength - lf) / (hf - lf)
+    middle = (wavelength >= L / lf) & (wavelength <= L / hf)
+    return np.where(middle, (1 - smooth) * new / factor + smooth * new, new)
+
+
+@pytest.mark.parametrize("wrong", [_thresholds_swapped_if_first, _thresholds_swapped_divide_first])
+def test_llama3_frequencies_swapped_thresholds(wrong, capsys):
+    # Either order of the branches, the hint names the swap and says which threshold goes where.
+    assert check_llama3_frequencies(wrong) is False
+    out = " ".join(printed(capsys).split())
+    assert "TRY AGAIN" in out and "thresholds are swapped" in out
+    assert "keep below L / high_freq_factor, divide above L / low_freq_factor" in out
 
 
 def test_llama31_typed_in_is_right_for_llama31():

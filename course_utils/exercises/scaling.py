@@ -227,15 +227,19 @@ def check_llama3_frequencies(stub):
          "of the ORIGINAL frequency, (1 - g) that of theta / s"),
         (concat(lambda theta, factor, length, low_ff, high_ff, expected:
                 np.where(2 * np.pi / theta > length / low_ff, theta / factor, theta)),
-         "the middle band (L/hf <= wavelength <= L/lf) must be blended, not kept"),
+         "the middle band (L/hf <= wavelength <= L/lf) came back unchanged: either it was kept "
+         "instead of blended, or the two thresholds are swapped (keeping below L / low_freq_factor "
+         "first leaves nothing to blend): keep below L / high_freq_factor, divide above "
+         "L / low_freq_factor, blend (1 - gamma) theta / s + gamma theta between"),
         (concat(llama31_constants),
          "right for Llama-3.1 only: use the arguments factor, L, low_freq_factor and "
          "high_freq_factor instead of the numbers 8, 8192, 1 and 4"),
         (concat(lambda theta, factor, length, low_ff, high_ff, expected:
                 np.where(2 * np.pi / theta < length / high_ff, theta, theta / factor)),
-         "the middle band (L/hf <= wavelength <= L/lf) must be blended, not divided: check the "
-         "two thresholds (kept below L / high_freq_factor, divided above L / low_freq_factor; "
-         "swapped, they leave no middle band), then blend (1 - gamma) theta / s + gamma theta"),
+         "the middle band (L/hf <= wavelength <= L/lf) came back divided: either it was divided "
+         "instead of blended, or the two thresholds are swapped (dividing above L / high_freq_factor "
+         "leaves no middle band): keep below L / high_freq_factor, divide above "
+         "L / low_freq_factor, blend (1 - gamma) theta / s + gamma theta between"),
     ]
 
     def compute():
