@@ -23,11 +23,11 @@ OLDEST_TESTS ?= tests notebooks
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid long-context mutants pages clean
+.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid lab1-results long-context mutants pages clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
-	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-18s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## Create .venv (conda/mamba/micromamba with environment.yml if on PATH, else uv if on PATH, else venv + pip) with everything installed
 
@@ -139,6 +139,9 @@ portability: setup ## Run every notebook under nbval as on other CPUs (numpy SIM
 lab-seeds: setup ## Run each lab notebook (09, 12) once per seed 0-4 and with all five: do its checks hold on every seed? Table into benchmarks/RESULTS.md
 	$(PYTHON) tools/lab_seeds.py --write
 	$(PYTHON) tools/lab_seeds.py --notebook notebooks/12_lab_context_extension.ipynb --write
+
+lab1-results: setup ## Length-generalisation lab (notebook 09): every model it trains (2 tasks x 7 rows x 3 seeds, about 4 min on 2 free cores): benchmarks/lab1_results.json and .npz, which 09 reads
+	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab1_results.py --workers 2
 
 lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-tunes to 200 steps, far/near split, baselines, bootstrap intervals (about 12 min on 2 free cores): benchmarks/LAB2_GRID.md
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2

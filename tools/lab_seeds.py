@@ -5,8 +5,9 @@
 
 The lab checks its conclusions on the mean over the seeds in its setup cell (``SEEDS``). This
 tool executes a temporary copy of the notebook in a fresh kernel for each seed alone
-(``SEEDS = (k,)``), so that every check must hold for that one seed, and once with all the seeds
-together, whose accuracy table (the cell tagged ``lab-results-table``) it prints. With ``--write`` the
+(``SEEDS = (k,)``; ``LIVE = True`` where the setup cell has that flag, so that it trains rather
+than reads its stored run), so that every check must hold for that one seed, and once with all
+the seeds together, whose accuracy table (the cell tagged ``lab-results-table``) it prints. With ``--write`` the
 results go into ``benchmarks/RESULTS.md`` between the lab-seeds markers. Exit status 1 if a
 check fails for any seed.
 """
@@ -29,6 +30,7 @@ LAB = ROOT / "notebooks" / "09_lab_length_generalization.ipynb"
 SECTIONS = {"09_lab_length_generalization": "lab-seeds",
             "12_lab_context_extension": "lab2-seeds"}  # sections of benchmarks/RESULTS.md
 SEEDS_LINE = re.compile(r"^SEEDS = \([^)]*\)", re.M)
+LIVE_LINE = re.compile(r"^LIVE = (True|False)\b", re.M)  # a lab that reads a stored run
 TABLE_TAG = "lab-results-table"  # the cell whose output is the accuracy table
 
 
@@ -38,6 +40,8 @@ def run(seeds: tuple[int, ...], lab: pathlib.Path = LAB) -> dict:
     if len(setup) != 1:
         raise SystemExit(f"{lab.name}: expected one cell with a line 'SEEDS = (...)'")
     setup[0].source = SEEDS_LINE.sub(f"SEEDS = {tuple(seeds)!r}", setup[0].source)
+    # The stored run holds the seeds of the setup cell only: train these seeds here.
+    setup[0].source = LIVE_LINE.sub("LIVE = True", setup[0].source)
     client = NotebookClient(nb, timeout=1800, kernel_name="python3",
                             resources={"metadata": {"path": str(lab.parent)}})
     start = time.perf_counter()

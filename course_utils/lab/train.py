@@ -6,6 +6,7 @@ Everything is seeded: the same seeds give bit-identical losses and accuracies on
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import multiprocessing
 import os
 import sys
@@ -517,3 +518,153 @@ def run_experiment(task, *, schemes=SCHEMES, train_length=16, multipliers=(1, 2,
                       train_length=train_length, accuracy=accuracy, losses=losses,
                       models={name: models[0] for name, models in trained.items()},
                       trained=trained)
+
+
+# The length-generalisation lab's experiment (notebook 09), in one place: the notebook trains it
+# live or reads the stored record that ``tools/lab1_results.py`` makes from these same settings.
+LENGTH_LAB = {
+    "tasks": {"copy_back": {"k": 3, "n_symbols": 16}, "recall": {"n_keys": 8, "n_values": 8}},
+    "train_length": 16,
+    "multipliers": (1, 2, 4, 8),
+    "seeds": (0, 1, 2),
+    "steps": 1000,
+    # RoPE with the base at which the same share of pairs turns within L = 16 tokens as in
+    # Llama 2 at 4096: b = (L / 2 pi)^(d_head / (d_head - 2)), d_head = 8 (notebook 09).
+    "variants": {"RoPE, base 3.5": {"scheme": "rope", "rope_base": (16 / (2 * np.pi)) ** (8 / 6)}},
+}
+
+
+def _settings_record(task, experiment_settings):
+    """The JSON-comparable form of a task and the keyword settings of :func:`run_experiment`."""
+    record = {"task": {"name": task.name, **dict(task.settings)}}
+    for key, value in experiment_settings.items():
+        if key in ("progress", "workers"):
+            continue  # how it ran, not what it computed
+        record[key] = ({name: dict(over) for name, over in value.items()} if key == "variants"
+                       else list(value) if isinstance(value, tuple) else value)
+    return record
+
+
+def experiment_record(experiment, settings, *, with_params=True):
+    """An :class:`Experiment` as a JSON-ready dict and a dict of arrays (for ``numpy.savez``).
+
+    ``settings`` are the keyword arguments given to :func:`run_experiment` (stored, so that
+    :func:`experiment_from_record` can refuse a record made with other settings). The dict holds
+    the accuracies (``null`` where NaN) and each row's ``ModelConfig``; the arrays hold the
+    training losses and, with ``with_params``, every trained parameter (float64, bit for bit),
+    named ``"<row index>/<seed index>/<parameter>"``.
+    """
+    if not isinstance(experiment, Experiment):
+        raise TypeError(f"experiment must be an Experiment, got {type(experiment).__name__}")
+    if not isinstance(settings, dict):
+        raise TypeError(f"settings must be the dict of run_experiment's keywords, got "
+                        f"{type(settings).__name__}")
+    configs = {}
+    for name in experiment.schemes:
+        config = experiment.models[name][0]
+        if config.rope_scaling is not None:
+            raise ValueError(f"row {name!r}: a stretched RoPE (rope_scaling) cannot be stored")
+        configs[name] = {key: getattr(config, key) for key in config.__dataclass_fields__
+                         if key != "rope_scaling"}
+    record = {
+        "settings": _settings_record(experiment.task, settings),
+        "schemes": list(experiment.schemes), "lengths": list(experiment.lengths),
+        "seeds": list(experiment.seeds), "train_length": experiment.train_length,
+        "configs": configs,
+        "accuracy": [[[None if np.isnan(a) else float(a) for a in by_seed] for by_seed in by_len]
+                     for by_len in experiment.accuracy],
+        "params_stored": bool(with_params),
+    }
+    arrays = {"losses": experiment.losses}
+    if with_params:
+        for a, name in enumerate(experiment.schemes):
+            for s, (_, params) in enumerate(experiment.trained[name]):
+                arrays.update({f"{a}/{s}/{key}": value for key, value in params.items()})
+    return record, arrays
+
+
+def experiment_from_record(record, arrays, task, settings=None):
+    """The :class:`Experiment` that :func:`experiment_record` stored, for ``task``.
+
+    ``arrays`` maps names to arrays, as :func:`experiment_record` returned them.
+    With ``settings`` (the keywords one would give :func:`run_experiment`), raises
+    ``ValueError`` naming the first difference if the record was made with other settings or
+    another task. Without stored parameters, ``models`` and ``trained`` hold the configs with
+    ``params = None``.
+    """
+    if not isinstance(record, dict) or "accuracy" not in record:
+        raise TypeError("record must be a dict made by experiment_record")
+    stored = record["settings"]
+    if stored["task"] != {"name": task.name, **dict(task.settings)}:
+        raise ValueError(f"the record was made for task {stored['task']}, not "
+                         f"{ {'name': task.name, **dict(task.settings)} }")
+    if settings is not None:
+        wanted = _settings_record(task, settings)
+        for key in sorted(set(wanted) | set(stored)):
+            if not _json_equal(wanted.get(key), stored.get(key)):
+                raise ValueError(f"settings[{key!r}] = {wanted.get(key)!r} differs from the "
+                                 f"stored record's {stored.get(key)!r}: rerun the tool that "
+                                 "made the record")
+    schemes = tuple(record["schemes"])
+    trained = {}
+    for a, name in enumerate(schemes):
+        config = ModelConfig(**record["configs"][name])
+        models = []
+        for s in range(len(record["seeds"])):
+            prefix = f"{a}/{s}/"
+            params = ({key[len(prefix):]: np.asarray(arrays[key]) for key in arrays
+                       if key.startswith(prefix)} if record["params_stored"] else None)
+            models.append((config, params))
+        trained[name] = tuple(models)
+    accuracy = np.array([[[np.nan if a is None else a for a in by_seed] for by_seed in by_len]
+                         for by_len in record["accuracy"]], dtype=np.float64)
+    return Experiment(task=task, schemes=schemes, lengths=tuple(record["lengths"]),
+                      seeds=tuple(record["seeds"]), train_length=record["train_length"],
+                      accuracy=accuracy, losses=np.asarray(arrays["losses"], dtype=np.float64),
+                      models={name: models[0] for name, models in trained.items()},
+                      trained=trained)
+
+
+def _json_equal(a, b):
+    """Whether two JSON-like values are equal after a JSON round trip (tuples read as lists)."""
+    return json.loads(json.dumps(a)) == json.loads(json.dumps(b))
+
+
+def write_experiments(path, experiments, *, meta=None, params_of=()):
+    """Store several experiments in ``path`` (JSON) and ``path`` with suffix ``.npz`` (arrays).
+
+    ``experiments`` maps each task name to ``(experiment, settings)``; ``params_of`` names the
+    tasks whose trained parameters are stored too; ``meta`` (command, versions, time) goes into
+    the JSON as it is. Read back with :func:`read_experiment`.
+    """
+    import pathlib
+    path = pathlib.Path(path)
+    document, arrays = dict(meta or {}), {}
+    document["experiments"] = {}
+    for name, (experiment, settings) in experiments.items():
+        record, own = experiment_record(experiment, settings, with_params=name in params_of)
+        document["experiments"][name] = record
+        arrays.update({f"{name}:{key}": value for key, value in own.items()})
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    np.savez_compressed(path.with_suffix(".npz"), **arrays)
+
+
+def read_experiment(path, task, settings=None):
+    """The experiment on ``task`` stored by :func:`write_experiments` in ``path`` (+ ``.npz``).
+
+    With ``settings`` it raises ``ValueError`` if the record was made with other settings.
+    """
+    import pathlib
+    path = pathlib.Path(path)
+    document = json.loads(path.read_text())
+    if task.name not in document.get("experiments", {}):
+        raise ValueError(f"{path.name} holds no experiment on task {task.name!r}; it holds "
+                         f"{sorted(document.get('experiments', {}))}")
+    prefix = f"{task.name}:"
+    with np.load(path.with_suffix(".npz")) as data:
+        arrays = {key[len(prefix):]: data[key] for key in data.files if key.startswith(prefix)}
+    return experiment_from_record(document["experiments"][task.name], arrays, task, settings)
+
+
+__all__ += ["LENGTH_LAB", "experiment_record", "experiment_from_record", "write_experiments",
+            "read_experiment"]
