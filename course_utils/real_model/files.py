@@ -45,6 +45,10 @@ ENV_VAR = "COURSE_MODEL_DIR"
 class ModelNotAvailableError(FileNotFoundError):
     """The checked model file is not in the cache folder (run ``make model`` once, online)."""
 
+    def _render_traceback_(self):
+        """IPython shows this one line instead of a traceback: a notebook stops cleanly."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 ModelUnavailable = ModelNotAvailableError
 
