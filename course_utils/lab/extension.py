@@ -944,3 +944,40 @@ def claim_table(run, split="far", *, n_resamples=10_000, level=0.95):
         mean, low, high = paired_bootstrap(diff, n_resamples=n_resamples, level=level)
         rows.append((name, mean, low, high, verdict(low, high)))
     return rows
+
+
+def steps_to_threshold(run, who, multiplier, threshold=None, split="far"):
+    """Per seed, the first checkpoint at which ``who`` reaches ``threshold`` accuracy on
+    ``split`` at ``multiplier``, from a :func:`summarise` record; ``inf`` where no checkpoint
+    reaches it.
+
+    ``threshold=None`` takes the position-blind reader's exact accuracy at that length and
+    split (the floor a reader of far copies must pass), fixed by the test data and not by any
+    model. Returns a float array, one entry per seed.
+    """
+    run = _record(run)
+    if threshold is None:
+        threshold = float(cell_values(run, "blind", multiplier, None, split)[0])
+    threshold = val.real_float(threshold, "threshold")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be an accuracy in [0, 1], got {threshold}")
+    acc = np.array([cell_values(run, who, multiplier, steps, split)
+                    for steps in run["checkpoints"]])            # (checkpoints, seeds)
+    reached = acc >= threshold
+    steps = np.array(run["checkpoints"], dtype=float)
+    return np.where(reached.any(axis=0), steps[reached.argmax(axis=0)], np.inf)
+
+
+def steps_claim(run, faster, slower, multiplier, threshold=None, split="far", *,
+                n_resamples=10_000, level=0.95):
+    """``(mean, low, high, verdict, never)`` for "``faster`` reaches the threshold in fewer
+    steps than ``slower``": :func:`paired_bootstrap` of ``steps(slower) - steps(faster)`` per
+    seed. A seed that never reaches it counts as twice the last checkpoint (a lower bound, so
+    the difference is bounded, not exact, on such seeds); ``never`` counts them per method."""
+    a = steps_to_threshold(run, faster, multiplier, threshold, split)
+    b = steps_to_threshold(run, slower, multiplier, threshold, split)
+    never = (int(np.isinf(a).sum()), int(np.isinf(b).sum()))
+    cap = 2.0 * max(run["checkpoints"])
+    diff = np.minimum(b, cap) - np.minimum(a, cap)
+    mean, low, high = paired_bootstrap(diff, n_resamples=n_resamples, level=level)
+    return mean, low, high, verdict(low, high), never

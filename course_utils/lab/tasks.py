@@ -22,8 +22,8 @@ import numpy as np
 
 from .. import _validate as val
 
-__all__ = ["BOS", "Task", "copy_back_batch", "recall_batch", "recall_latest_batch", "make_task",
-           "TASK_NAMES"]
+__all__ = ["BOS", "Task", "copy_back_batch", "recall_batch", "recall_latest_batch",
+           "far_recall_batch", "make_task", "TASK_NAMES"]
 
 BOS = 0
 TASK_NAMES = ("copy_back", "recall", "recall_latest")
@@ -215,3 +215,45 @@ def make_task(name, **settings):
     else:
         vocab, chance = 1 + merged["n_keys"] + merged["n_values"], 1.0 / merged["n_values"]
     return Task(name=name, vocab_size=vocab, chance=chance, settings=tuple(sorted(merged.items())))
+
+
+def far_recall_batch(rng, batch, length, *, min_distance, n_keys=4, n_values=8):
+    """One query whose answer lies at least ``min_distance`` tokens back (a passkey-style probe).
+
+    The vocabulary and layout of :func:`recall_latest_batch` (``BOS k_1 v_1 k_2 v_2 ...``), so a
+    model trained on that task reads it unchanged. Each sequence picks a needle key and a pair
+    ``j`` uniform among those at least ``min_distance`` tokens before the last key position; the
+    needle key occurs at pair ``j`` and at the last key position only, every other pair draws
+    its key among the other ``n_keys - 1`` keys, and every value is fresh (uniform). Only the
+    last key position is scored: its label is the value after the needle, ``min_distance`` or
+    more tokens back, so with ``min_distance >= L`` every scored answer lies beyond a training
+    length ``L``. Chance accuracy is ``1 / n_values``.
+
+    Returns
+    -------
+    tokens, labels : int64 arrays ``(batch, length)``; mask : bool array ``(batch, length)``
+    """
+    rng, batch, length, n_keys, n_values = _recall_arguments(rng, batch, length, n_keys, n_values)
+    min_distance = val.positive_int(min_distance, "min_distance")
+    if n_keys < 2:
+        raise ValueError(f"n_keys must be >= 2 (a needle and at least one other key), got {n_keys}")
+    n_pairs = length // 2
+    last = n_pairs - 1                                      # the last key's pair index
+    latest_pair = last - (min_distance + 1) // 2            # distance 2 (last - j) >= min_distance
+    if latest_pair < 0:
+        raise ValueError(f"min_distance must leave room for a needle: at most {2 * last} for "
+                         f"length {length}, got {min_distance}")
+    needle = rng.integers(0, n_keys, size=batch)
+    other = rng.integers(0, n_keys - 1, size=(batch, n_pairs))
+    keys = other + (other >= needle[:, None])                   # every key but the needle
+    where = rng.integers(0, latest_pair + 1, size=batch)
+    rows = np.arange(batch)
+    keys[rows, where] = needle
+    keys[:, last] = needle
+    values = rng.integers(0, n_values, size=(batch, n_pairs))
+    tokens = _recall_tokens(keys, values, n_keys, length)
+    labels = np.zeros((batch, length), dtype=np.int64)
+    mask = np.zeros((batch, length), dtype=bool)
+    labels[:, 2 * last + 1] = values[rows, where] + n_keys + 1
+    mask[:, 2 * last + 1] = True
+    return tokens, labels, mask
