@@ -47,6 +47,8 @@ from course_utils.lab.extension import (  # noqa: E402
     format_table,
     plot_vs_steps,
     run_context_extension,
+    steps_claim,
+    steps_to_threshold,
     summarise,
     table_rows,
 )
@@ -82,6 +84,26 @@ def _claims(run):
              "|---|---|---|---|"]
     for name, mean, low, high, word in claim_table(run, "far"):
         lines.append(f"| {name} | {mean:+.3f} | [{low:+.3f}, {high:+.3f}] | {word} |")
+    return "\n".join(lines)
+
+
+def _steps(run):
+    """Steps until each method's far accuracy reaches the position-blind reader's (fixed by
+    the test data before any model is trained), per seed, and YaRN against PI, paired."""
+    lines = ["| length | threshold | " + " | ".join(METHOD_LABELS[m] for m in run["methods"])
+             + " | PI - YaRN steps: mean [95 %] | verdict (YaRN fewer) |",
+             "|---" * (len(run["methods"]) + 4) + "|"]
+    for mult in run["multipliers"]:
+        cells = []
+        for m in run["methods"]:
+            st = steps_to_threshold(run, m, mult)
+            ok = st[np.isfinite(st)]
+            cells.append(f"{np.median(ok):.0f} ({ok.size}/{st.size})" if ok.size else
+                         f"never (0/{st.size})")
+        mean, low, high, word, never = steps_claim(run, "yarn", "pi", mult)
+        thr = run["baselines"]["blind"]["far"][run["multipliers"].index(mult)]
+        lines.append(f"| {mult}L | {thr:.2f} | " + " | ".join(cells)
+                     + f" | {mean:+.0f} [{low:+.0f}, {high:+.0f}] | {word} |")
     return "\n".join(lines)
 
 
@@ -123,12 +145,27 @@ def render(record, *, workers=None):
         "",
         _claims(main),
         "",
+        f"## Steps to the position-blind reader, far split (fine-tune lr {s['tune_lr']:g})",
+        "",
+        "Per method: the median over the seeds that reach it of the first checkpoint at which",
+        "far accuracy reaches the position-blind reader's (exact, from the test data), and how",
+        "many seeds reach it by 200 steps. The paired difference counts a seed that never",
+        "reaches it as 400 steps (a lower bound).",
+        "",
+        _steps(main),
+        "",
     ]
     for split in ("far", "near", "all"):
         lines += [f"## Accuracy, {split} split (fine-tune lr {s['tune_lr']:g})", "",
                   _table(main, split), ""]
     for lr, run in record["lr_variants"].items():
-        lines += [f"## Fine-tune lr {float(lr):g}: claims, far split", "", _claims(run), "",
+        lines += [f"## Fine-tune lr {float(lr):g}: claims, far split", "",
+                  f"Seeds {run['seeds']}; pre-training and test data as the main grid; "
+                  f"command `{record.get('variants_command', record.get('command'))}`"
+                  + (f", {record['variants_seconds']} s" if "variants_seconds" in record
+                     else "") + ".", "", _claims(run), "",
+                  f"## Fine-tune lr {float(lr):g}: steps to the position-blind reader", "",
+                  _steps(run), "",
                   f"## Fine-tune lr {float(lr):g}: accuracy, far split", "",
                   _table(run, "far"), ""]
     lines += ["![accuracy against fine-tune steps](lab2_grid.png)", "",
@@ -154,6 +191,10 @@ def main(argv=None):
     parser.add_argument("--lr-variants", type=float, nargs="*", default=list(LR_VARIANTS))
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--add-variants", action="store_true",
+                        help="keep the stored main grid; run only the learning-rate variants")
+    parser.add_argument("--variant-seeds", type=int, nargs="+", default=None,
+                        help="seeds of the learning-rate variants (default: --seeds)")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite LAB2_GRID.md from benchmarks/lab2_grid.json")
     args = parser.parse_args(argv)
@@ -168,6 +209,21 @@ def main(argv=None):
     config = ModelConfig(scheme="rope", vocab_size=task.vocab_size, rope_base=TOY_BASE)
     command = "python tools/lab2_grid.py " + " ".join(argv if argv is not None else sys.argv[1:])
     start = time.perf_counter()
+    variant_seeds = tuple(args.variant_seeds or seeds)
+    if args.add_variants:
+        path = ROOT / "benchmarks" / "lab2_grid.json"
+        record = json.loads(path.read_text())
+        record["variants_command"] = command.strip()
+        for lr in args.lr_variants:
+            run = run_context_extension(task, config, seeds=variant_seeds,
+                                        checkpoints=checkpoints, workers=args.workers,
+                                        scratch=False, **(SETTINGS | {"tune_lr": lr}))
+            record["lr_variants"][str(lr)] = summarise(run)
+            record["variants_seconds"] = round(time.perf_counter() - start)
+            path.write_text(json.dumps(record, indent=1) + "\n")
+            (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
+        print(f"added {args.lr_variants} ({record['variants_seconds']} s)")
+        return 0
     main_run = run_context_extension(task, config, seeds=seeds, checkpoints=checkpoints,
                                      workers=args.workers, **SETTINGS)
     record = {"command": command.strip(), "task": {"name": task.name,
