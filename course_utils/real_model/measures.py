@@ -5,9 +5,12 @@ runs its forward pass with one change to positions (shifted ids, a key window, f
 stretched by :func:`course_utils.scaling.rope_scaling`, rotation removed from some pairs) and
 returns plain numpy arrays, so that a notebook can check and plot them.
 
-The text is the Python language reference shipped with every Python (``pydoc_data.topics``,
-PSF licence): English prose no one downloads. Pairs are numbered as in the course: pair ``i``
-turns at ``theta_i = b^(-2i/d)`` and holds channels ``i`` and ``i + d/2`` of a head (the
+The text is the course's own prose, stored once in the repository
+(``course_utils/data/text/course_prose.txt``: the markdown cells of notebooks 01-12, written by
+``tools/course_text.py``, checked against its sha256 on every read): English prose with
+formulas, the same on every machine and every Python, written after the model was trained.
+Pairs are numbered as in the course: pair ``i`` turns at ``theta_i = b^(-2i/d)`` and holds
+channels ``i`` and ``i + d/2`` of a head (the
 half layout of transformers' ``rotate_half``), so pair 0 is the fastest.
 
 References: Xiao et al. 2024 (StreamingLLM, window + sink experiment); Barbero et al. 2025
@@ -18,6 +21,8 @@ YaRN) and Zhu et al. 2023 (PoSE, arXiv:2309.10400: position ids with a gap).
 from __future__ import annotations
 
 import functools
+import hashlib
+import pathlib
 import random
 import re
 
@@ -66,13 +71,25 @@ def _check_config(config):
         raise type(exc)(f"config: {exc}") from None
 
 
+#: The stored text and its sha256 (``tools/course_text.py`` wrote it; the records of chapter 13
+#: and ``benchmarks/long_context.json`` were measured on exactly these bytes).
+CORPUS_PATH = pathlib.Path(__file__).resolve().parents[1] / "data" / "text" / "course_prose.txt"
+CORPUS_SHA256 = "c03d729baec4733506e63f43a470a5d5edb73aff9a916140d9d605c7b1a72874"
+
+
 @functools.lru_cache(maxsize=1)
 def corpus_text() -> str:
-    """The Python language reference's help topics, joined in sorted order (about 465 000
-    characters; ``pydoc_data.topics``, shipped with CPython under the PSF licence)."""
-    from pydoc_data.topics import topics
-
-    return "\n\n".join(topics[key].strip() for key in sorted(topics))
+    """The course's prose: the markdown cells of notebooks 01-12 in order, stored once in
+    ``course_utils/data/text/course_prose.txt`` (258 727 characters, written by
+    ``tools/course_text.py``). Raises ValueError if the file's sha256 is not
+    :data:`CORPUS_SHA256` (the stored measurements were made on that text)."""
+    data = CORPUS_PATH.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != CORPUS_SHA256:
+        raise ValueError(f"{CORPUS_PATH} has sha256 {digest}, expected {CORPUS_SHA256}: the file "
+                         "was altered; restore it (git checkout) or, to replace the text on "
+                         "purpose, run tools/course_text.py, update CORPUS_SHA256 and re-record")
+    return data.decode("utf-8")
 
 
 def corpus_ids(model, n_tokens, *, start=0):

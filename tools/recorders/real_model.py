@@ -27,10 +27,8 @@ SHIFT = 1000
 #: Vocabulary ids whose logits are stored at every position (a fixed sample; the row's
 #: log-sum-exp, also stored, covers the rest of the row).
 SAMPLE_SEED, N_SAMPLE, TOP = 13, 64, 20
-#: Topics of the Python language reference (``pydoc_data.topics``, PSF licence) whose text,
-#: joined, gives the loss record's tokens; statements whose documentation rarely changes.
-LOSS_TOPICS = ("assert", "pass", "del", "return", "break", "continue", "global", "while", "if",
-               "for")
+#: The loss record's tokens: the first 512 of the course's stored prose
+#: (``course_utils.real_model.measures.corpus_text``, a file with a checked sha256).
 LOSS_TOKENS = 512
 
 
@@ -74,10 +72,10 @@ def _logits(ids, position_ids=None):
 
 
 def loss_text():
-    """The loss record's text: the :data:`LOSS_TOPICS` of the installed Python's reference."""
-    from pydoc_data.topics import topics
+    """The loss record's text: the course's stored prose (its first LOSS_TOKENS tokens are used)."""
+    from course_utils.real_model.measures import corpus_text
 
-    return "\n\n".join(topics[key].strip() for key in LOSS_TOPICS)
+    return corpus_text()
 
 
 def record_smollm2_tokens():
@@ -116,7 +114,7 @@ record_smollm2_logits.atol = 1e-4
 
 
 def record_smollm2_loss():
-    """Per-token next-token loss (nats) of 512 tokens of the Python language reference."""
+    """Per-token next-token loss (nats) of the first 512 tokens of the course's prose."""
     import torch
 
     ids = _encode(loss_text())[:LOSS_TOKENS]
@@ -126,7 +124,7 @@ def record_smollm2_loss():
     return ("transformers.LlamaForCausalLM.from_pretrained(gguf_file=..., dtype=float32), forward; "
             "torch.nn.functional.cross_entropy",
             "src/transformers/models/llama/modeling_llama.py",
-            {"text": "pydoc_data.topics: " + ", ".join(LOSS_TOPICS), "ids": ids,
+            {"text": "course_utils.real_model.measures.corpus_text(), first 512 tokens", "ids": ids,
              "attn_implementation": "eager"},
             {"nll": nll, "mean_nll": nll.mean()})
 
