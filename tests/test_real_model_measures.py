@@ -174,6 +174,10 @@ def test_skip_nll_scores_the_second_chunk_at_its_positions():
                                  original_max_position_embeddings=8192, seq_len=8192)
     assert not np.allclose(expected, at_trained)  # the test can tell the two apart
     np.testing.assert_allclose(call["inv_freq"], expected)
+    # YaRN scales the logits too: its attention factor 0.1 ln s + 1 (Peng et al. 2023, eq. 22)
+    # must reach the forward pass, squared there as in transformers' cos and sin
+    measures.skip_nll(model, ids, 4, 20000, method="yarn", factor=4.0)
+    assert model.calls[-1]["attention_factor"] == pytest.approx(0.1 * np.log(4.0) + 1)
     with pytest.raises(ValueError, match="n_first"):
         measures.skip_nll(model, ids, 7, 100)
 
