@@ -7,6 +7,8 @@ has to read a traceback from deep inside numpy.
 from __future__ import annotations
 
 import numbers
+import os
+import pathlib
 
 import numpy as np
 
@@ -142,3 +144,12 @@ def query_key_counts(n_queries: object, n_keys: object) -> tuple[int, int]:
             f"n_keys={n_keys}, n_queries={n_queries}"
         )
     return n_queries, n_keys
+
+
+def path(value: object, arg: str) -> pathlib.Path:
+    """``value`` as a path, or an error naming ``arg`` (an int would open a file descriptor)."""
+    if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
+        raise TypeError(f"{arg} must be a path (str or os.PathLike), got {_describe(value)}")
+    if not str(value) or "\0" in str(value):
+        raise ValueError(f"{arg} must be a non-empty path without NUL characters, got {value!r:.60}")
+    return pathlib.Path(value)

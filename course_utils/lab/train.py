@@ -637,8 +637,16 @@ def write_experiments(path, experiments, *, meta=None, params_of=()):
     tasks whose trained parameters are stored too; ``meta`` (command, versions, time) goes into
     the JSON as it is. Read back with :func:`read_experiment`.
     """
-    import pathlib
-    path = pathlib.Path(path)
+    path = val.path(path, "path")
+    if not isinstance(experiments, dict) or not experiments or not all(
+            isinstance(name, str) and isinstance(pair, tuple) and len(pair) == 2
+            and isinstance(pair[0], Experiment) for name, pair in experiments.items()):
+        raise TypeError("experiments must be a non-empty dict {task name: (Experiment, "
+                        f"settings)}}, got {experiments!r:.60}")
+    if meta is not None and not isinstance(meta, dict):
+        raise TypeError(f"meta must be a dict or None, got {meta!r:.60}")
+    if isinstance(params_of, str) or not all(isinstance(n, str) for n in params_of):
+        raise TypeError(f"params_of must be a collection of task names, got {params_of!r:.60}")
     document, arrays = dict(meta or {}), {}
     document["experiments"] = {}
     for name, (experiment, settings) in experiments.items():
@@ -654,8 +662,12 @@ def read_experiment(path, task, settings=None):
 
     With ``settings`` it raises ``ValueError`` if the record was made with other settings.
     """
-    import pathlib
-    path = pathlib.Path(path)
+    path = val.path(path, "path")
+    if not path.is_file():
+        raise ValueError(f"path {str(path)!r:.80} is not a stored record (make lab1-results "
+                         "writes benchmarks/lab1_results.json)")
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
     document = json.loads(path.read_text())
     if task.name not in document.get("experiments", {}):
         raise ValueError(f"{path.name} holds no experiment on task {task.name!r}; it holds "

