@@ -140,13 +140,13 @@ lab-seeds: setup ## Run each lab notebook (09, 12) once per seed 0-4 and with al
 	$(PYTHON) tools/lab_seeds.py --write
 	$(PYTHON) tools/lab_seeds.py --notebook notebooks/12_lab_context_extension.ipynb --write
 
-lab1-results: setup ## Length-generalisation lab (notebook 09): every model it trains (2 tasks x 7 rows x 3 seeds, about 4 min on 2 free cores): benchmarks/lab1_results.json and .npz, which 09 reads
+lab1-results: setup ## Length-generalisation lab (notebook 09): every model it trains (2 tasks x 7 rows x 3 seeds, about 4 min on 2 free cores): course_utils/data/records/lab1_results.json and .npz, which 09 reads
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab1_results.py --workers 2
 
 lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-tunes to 200 steps, far/near split, baselines, bootstrap intervals (about 12 min on 2 free cores): benchmarks/LAB2_GRID.md
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2
 
-long-context: setup ## Chapter 13's long measurements on SmolLM2-135M-Instruct (needs the model file; about 25 min on 2 cores): benchmarks/LONG_CONTEXT.md and long_context.json
+long-context: setup ## Chapter 13's long measurements on SmolLM2-135M-Instruct (needs the model file; about 25 min on 2 cores): benchmarks/LONG_CONTEXT.md and course_utils/data/records/long_context.json
 	$(PYTHON) tools/long_context.py
 
 mutants: setup ## Plant each catalogued bug in course_utils (tools/mutants.py) in a copy, run the notebooks and tests that reach it: benchmarks/MUTANTS.md (ONLY=names, MODULE=rope ...)

@@ -74,14 +74,14 @@ def test_another_task_is_refused(stored):
 
 
 def test_the_repository_record_matches_the_lab_settings():
-    """benchmarks/lab1_results.json was made from LENGTH_LAB, the settings notebook 09 uses."""
-    record = json.loads((ROOT / "benchmarks" / "lab1_results.json").read_text())
+    """course_utils/data/records/lab1_results.json was made from LENGTH_LAB, the settings notebook 09 uses."""
+    record = json.loads((ROOT / "course_utils" / "data" / "records" / "lab1_results.json").read_text())
     assert record["command"].startswith("python tools/lab1_results.py")
     assert record["seeds"] == list(LENGTH_LAB["seeds"])
     for name, task_settings in LENGTH_LAB["tasks"].items():
         task = make_task(name, **task_settings)
         settings = {key: LENGTH_LAB[key] for key in ("train_length", "multipliers", "seeds",
                                                      "steps", "variants")}
-        experiment = read_experiment(ROOT / "benchmarks" / "lab1_results.json", task, settings)
+        experiment = read_experiment(ROOT / "course_utils" / "data" / "records" / "lab1_results.json", task, settings)
         assert experiment.accuracy.shape == (7, 4, 3)
         assert experiment.losses.shape == (7, 3, LENGTH_LAB["steps"])

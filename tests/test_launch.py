@@ -81,6 +81,33 @@ def test_the_install_cell_names_the_configured_repository():
     assert all(len(line) <= nbtool.LINE_LENGTH for line in source.splitlines())
 
 
+def _record_names() -> list[str]:
+    return sorted(p.name for p in (ROOT / "course_utils" / "data" / "records").iterdir())
+
+
+# A path that leaves the package: the repository's other folders are not there on Colab.
+_OUTSIDE = re.compile(r"""["'](?:\.\./|benchmarks/|notebooks/|tools/)""")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_chapter_reads_no_file_outside_the_installed_package(path):
+    """Opened alone (Colab), a chapter has the package and nothing else of the clone."""
+    code = [cell.source for cell in _cells(path) if cell.cell_type == "code"]
+    assert [line for source in code for line in source.splitlines() if _OUTSIDE.search(line)] == []
+
+
+def test_the_stored_experiments_are_package_data():
+    """Each record a chapter reads is in pyproject's package data, so pip installs it."""
+    pyproject = repository.tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["course_utils.data"]
+    for name in _record_names():
+        assert any(Path("records", name).match(pattern) for pattern in patterns), name
+    used = {name for path in NOTEBOOKS for cell in _cells(path) if cell.cell_type == "code"
+            for name in re.findall(r'experiment_record_path\("([^"]+)"\)', cell.source)}
+    assert used == {"lab1_results.json", "lab2_grid.json", "long_context.json"}
+    assert used <= set(_record_names())
+
+
 def test_a_chapter_launches_in_a_fresh_environment_through_its_install_cell(tmp_path):
     """Chapter 01's first cells in a new venv without the course: the install cell installs it
     from this checkout and the set-up cell and the first cell after it run."""
@@ -92,7 +119,13 @@ def test_a_chapter_launches_in_a_fresh_environment_through_its_install_cell(tmp_
     code = [cell.source for cell in _cells(NOTEBOOKS[1]) if cell.cell_type == "code"][:3]
     assert "find_spec(\"course_utils\")" in code[0] and "use_course_style()" in code[1]
     script = tmp_path / "first_cells.py"
-    script.write_text("\n\n".join(code) + "\nprint('FIRST CELLS RAN')\n")
+    # Chapters 09, 12 and 13 read stored experiments: the installed package must carry them.
+    records = ("from course_utils.data import RECORDS_DIR, experiment_record_path\n"
+               "names = sorted(p.name for p in RECORDS_DIR.iterdir())\n"
+               f"assert names == {_record_names()!r}, names\n"
+               "assert all(experiment_record_path(n).stat().st_size > 0 for n in names)\n"
+               f"assert not str(RECORDS_DIR).startswith({str(ROOT)!r})\n")
+    script.write_text("\n\n".join(code) + "\n" + records + "print('FIRST CELLS RAN')\n")
     # A copy of what the package is built from, so that pip's in-tree build leaves no build/
     # directory in the checkout.
     source = tmp_path / "course"

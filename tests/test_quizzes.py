@@ -170,7 +170,7 @@ def _text_after_image():
 
 
 def _stored_window():
-    stored = json.loads((ROOT / "benchmarks" / "long_context.json").read_text())["window"]
+    stored = json.loads((ROOT / "course_utils" / "data" / "records" / "long_context.json").read_text())["window"]
     full, window, sinks = stored["full"], stored["window"], stored["window + sinks"]
     if window - full > 0.5 and window - sinks > 0.75 * (window - full):
         return _in_text(13, "four kept tokens win back over three quarters of that", "sinks-restore")

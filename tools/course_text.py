@@ -7,7 +7,7 @@ no outputs), each cell's source followed by a blank line, each notebook preceded
 ``# notebooks/<name>``. It is written once to ``course_utils/data/text/course_prose.txt`` and its
 sha256 is stored in ``course_utils/real_model/measures.py`` (``CORPUS_SHA256``), which checks it
 on every read. The stored file is the data: it does not follow later edits of the chapters (the
-records and ``benchmarks/long_context.json`` were measured on it), so this tool is run again only
+records and ``course_utils/data/records/long_context.json`` were measured on it), so this tool is run again only
 to replace the text on purpose, followed by the recorders and ``make long-context``.
 ``--check`` says whether the notebooks still give the stored text (information, not an error).
 """

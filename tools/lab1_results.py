@@ -6,9 +6,9 @@ Trains every row of notebook 09 (six schemes and the toy-base RoPE) on copy_back
 the tasks, seeds, steps and variants of ``course_utils.lab.train.LENGTH_LAB``: 2 tasks x 7 rows
 x 3 seeds, 1000 Adam steps each (about 6 CPU-minutes). Writes
 
-* ``benchmarks/lab1_results.json``: the accuracies per row, test length and seed, the settings,
+* ``course_utils/data/records/lab1_results.json``: the accuracies per row, test length and seed, the settings,
   the command, the versions and the wall time;
-* ``benchmarks/lab1_results.npz``: the training losses of both tasks and the trained parameters
+* ``course_utils/data/records/lab1_results.npz``: the training losses of both tasks and the trained parameters
   of copy_back (the notebook's attention plots read them), float64, bit for bit.
 
 Notebook 09 reads them unless its setup cell sets ``LIVE = True``, and retrains one stored model
@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from course_utils.lab.tasks import make_task  # noqa: E402
 from course_utils.lab.train import LENGTH_LAB, run_experiment, write_experiments  # noqa: E402
 
-OUT = ROOT / "benchmarks" / "lab1_results.json"
+OUT = ROOT / "course_utils" / "data" / "records" / "lab1_results.json"
 PARAMS_OF = ("copy_back",)  # the tasks whose trained parameters the notebook reads
 
 

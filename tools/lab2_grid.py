@@ -16,7 +16,8 @@ these, beside the stored main grid. Writes:
 
 * ``benchmarks/LAB2_GRID.md``: the tables, the claims with their intervals, the seeds, the
   settings and the versions;
-* ``benchmarks/lab2_grid.json``: the same numbers, which notebook 12 reads;
+* ``course_utils/data/records/lab2_grid.json``: the same numbers, which notebook 12 reads
+  (package data, so the chapter finds it outside a clone too);
 * ``benchmarks/lab2_grid.png``: accuracy against fine-tune steps at 2L and 4L.
 
 ``--render`` only rewrites ``LAB2_GRID.md`` from the JSON. ``--quick`` runs two seeds and
@@ -34,6 +35,7 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+RECORD = ROOT / "course_utils" / "data" / "records" / "lab2_grid.json"  # read by notebook 12
 sys.path.insert(0, str(ROOT))
 
 import matplotlib  # noqa: E402
@@ -176,7 +178,8 @@ def render(record, *, workers=None):
 
 
 def _write(out_dir, record, main_run, seeds, workers):
-    (out_dir / "lab2_grid.json").write_text(json.dumps(record, indent=1) + "\n")
+    json_path = RECORD if out_dir == ROOT / "benchmarks" else out_dir / "lab2_grid.json"
+    json_path.write_text(json.dumps(record, indent=1) + "\n")
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     plot_vs_steps(main_run, axes=axes, split="far")
     fig.suptitle(f"recall_latest, far split (answer >= L back), RoPE base {TOY_BASE:.2f}, "
@@ -198,10 +201,10 @@ def main(argv=None):
     parser.add_argument("--variant-seeds", type=int, nargs="+", default=None,
                         help="seeds of the learning-rate variants (default: 0 1 2 3 4)")
     parser.add_argument("--render", action="store_true",
-                        help="only rewrite LAB2_GRID.md from benchmarks/lab2_grid.json")
+                        help="only rewrite LAB2_GRID.md from the stored lab2_grid.json")
     args = parser.parse_args(argv)
     if args.render:
-        record = json.loads((ROOT / "benchmarks" / "lab2_grid.json").read_text())
+        record = json.loads(RECORD.read_text())
         (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
         return 0
     seeds = tuple(args.seeds[:2] if args.quick else args.seeds)
@@ -213,7 +216,7 @@ def main(argv=None):
     start = time.perf_counter()
     variant_seeds = tuple(args.variant_seeds or (seeds if args.quick else VARIANT_SEEDS))
     if args.add_variants:
-        path = ROOT / "benchmarks" / "lab2_grid.json"
+        path = RECORD
         record = json.loads(path.read_text())
         record["variants_command"] = command.strip()
         for lr in args.lr_variants:

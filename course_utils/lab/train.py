@@ -665,7 +665,7 @@ def read_experiment(path, task, settings=None):
     path = val.path(path, "path")
     if not path.is_file():
         raise ValueError(f"path {str(path)!r:.80} is not a stored record (make lab1-results "
-                         "writes benchmarks/lab1_results.json)")
+                         "writes course_utils/data/records/lab1_results.json)")
     if not isinstance(task, Task):
         raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
     document = json.loads(path.read_text())

@@ -72,7 +72,7 @@ def _check_config(config):
 
 
 #: The stored text and its sha256 (``tools/course_text.py`` wrote it; the records of chapter 13
-#: and ``benchmarks/long_context.json`` were measured on exactly these bytes).
+#: and ``course_utils/data/records/long_context.json`` were measured on exactly these bytes).
 CORPUS_PATH = pathlib.Path(__file__).resolve().parents[1] / "data" / "text" / "course_prose.txt"
 CORPUS_SHA256 = "c03d729baec4733506e63f43a470a5d5edb73aff9a916140d9d605c7b1a72874"
 
