@@ -77,7 +77,8 @@ def test_workflow_runs_the_readme_commands_and_publishes_with_the_official_actio
     readme = (ROOT / "README.md").read_text()
     for command in ("make book", "make test"):
         assert f"{command} " in readme and f"run: {command}\n" in text
-    assert "hashFiles('constraints.txt'" in text  # the cache follows the lock file
+    # the cache follows the lock file and the recipes that build the environment
+    assert "hashFiles('constraints.txt', 'pyproject.toml', 'environment.yml', 'Makefile')" in text
     for action in ("actions/upload-pages-artifact@", "actions/deploy-pages@", "actions/configure-pages@"):
         assert action in text
 
