@@ -279,3 +279,36 @@ def test_nll_from_logits_by_loop():
         assert nll[t] == pytest.approx(-np.log(p[ids[t + 1]]), rel=1e-12)
     with pytest.raises(ValueError, match="logits"):
         measures.nll_from_logits(logits, ids[:4])
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("side", ["query", "key"])
+def test_without_pair_content_zeroes_exactly_those_channels(layout, side):
+    """A loop over heads and channels names the weight columns of pairs 1 and 3 (d = 8: two
+    query heads, one key/value head); every other column, and the original, is untouched."""
+    d, H, G = 8, 2, 1
+    rng = np.random.default_rng(5)
+    qkv = rng.normal(size=(6, (H + 2 * G) * d))
+    model = types.SimpleNamespace(
+        config=types.SimpleNamespace(head_dim=d, n_heads=H, n_kv_heads=G), layout=layout,
+        layers=[{"qkv": qkv, "o": "kept"}], loss=lambda ids: ids)
+    out = measures.without_pair_content(model, [1, 3], side=side)
+    expected = []
+    for head in range(H if side == "query" else G):
+        start = head * d + (0 if side == "query" else H * d)
+        for pair in (1, 3):
+            partner = pair + d // 2 if layout == "half" else None
+            expected += ([start + pair, start + partner] if layout == "half"
+                         else [start + 2 * pair, start + 2 * pair + 1])
+    zero = np.all(out.layers[0]["qkv"] == 0, axis=0)
+    assert sorted(np.nonzero(zero)[0].tolist()) == sorted(expected)
+    keep = np.setdiff1d(np.arange(qkv.shape[1]), expected)
+    np.testing.assert_array_equal(out.layers[0]["qkv"][:, keep], qkv[:, keep])
+    assert out.layers[0]["o"] == "kept" and not np.all(qkv == 0, axis=0).any()
+    assert model.layers[0]["qkv"] is qkv and out is not model
+    with pytest.raises(ValueError, match="pairs"):
+        measures.without_pair_content(model, [4])
+    with pytest.raises(ValueError, match="side"):
+        measures.without_pair_content(model, [0], side="value")
+    with pytest.raises(TypeError, match="model"):
+        measures.without_pair_content("model", [0])

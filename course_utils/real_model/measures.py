@@ -20,6 +20,7 @@ YaRN) and Zhu et al. 2023 (PoSE, arXiv:2309.10400: position ids with a gap).
 
 from __future__ import annotations
 
+import copy as copy_module
 import functools
 import hashlib
 import pathlib
@@ -37,6 +38,7 @@ from ..scaling import rope_scaling
 __all__ = [
     "corpus_text", "corpus_ids", "shuffled_sentences", "sink_share_from_attention",
     "window_nll", "shifted_nll", "pair_norms", "inv_freq_without_rotation",
+    "without_pair_content",
     "scaled_frequencies", "skip_positions", "skip_nll", "rotate_by_angles",
     "attention_from_angles", "nll_from_logits", "METHODS",
 ]
@@ -210,6 +212,35 @@ def inv_freq_without_rotation(inv_freq, pairs):
         raise ValueError(f"pairs must be indices in 0..{out.size - 1}, got {pairs.tolist()}")
     out[pairs] = 0.0
     return out
+
+
+def without_pair_content(model, pairs, *, side="query"):
+    """A copy of ``model`` whose queries (``side="query"``) or keys (``"key"``) are zero on the
+    rotary pairs ``pairs``, in every head of every layer: those pairs add nothing to any
+    attention score, at any distance (their content is gone, rotation or not).
+
+    Pair ``i`` is channels ``(i, i + d/2)`` of a head in the half layout and ``(2i, 2i + 1)``
+    in the interleaved one (``model.layout``). Only the projection weights are copied.
+    """
+    _require(model, "model", methods=("loss",), attributes=("config", "layers", "layout"))
+    side = val.choice(side, "side", ("query", "key"))
+    cfg = model.config
+    d = cfg.head_dim
+    pairs = val.numeric_array(pairs, "pairs", integer=True).astype(np.int64).ravel()
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= d // 2):
+        raise ValueError(f"pairs must be indices in 0..{d // 2 - 1}, got {pairs.tolist()}")
+    channels = (np.concatenate([pairs, pairs + d // 2]) if model.layout == "half"
+                else np.concatenate([2 * pairs, 2 * pairs + 1]))
+    heads, offset = ((cfg.n_heads, 0) if side == "query"
+                     else (cfg.n_kv_heads, cfg.n_heads * d))
+    columns = (offset + d * np.arange(heads)[:, None] + channels[None, :]).ravel()
+    copy = copy_module.copy(model)
+    copy.layers = []
+    for layer in model.layers:
+        qkv = layer["qkv"].copy()
+        qkv[:, columns] = 0.0
+        copy.layers.append({**layer, "qkv": qkv})
+    return copy
 
 
 def scaled_frequencies(config, method, factor=1.0, *, seq_len=None):
