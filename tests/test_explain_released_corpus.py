@@ -1,0 +1,81 @@
+"""The inspector on released config files of families the course does not store.
+
+``course_utils/data/config_corpus.json`` holds released ``config.json`` files read from public
+copies (each entry names its repository, path and commit). For each, the inspector gives either a
+plan equal to transformers' (layer kinds from the config class; inverse frequencies and attention
+factor from the model's rotary class, to float32 rounding) or a one-line refusal naming the
+reason, and never a traceback, also when its output is piped into a reader that stops early.
+"""
+
+import json
+import subprocess
+import sys
+from importlib import resources
+
+import pytest
+from test_reference_configs import _assert_rope_layers_match, _rotary
+
+from course_utils.explain import position_plan
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+CORPUS = json.loads(resources.files("course_utils.data").joinpath("config_corpus.json").read_text())
+NAMES = [entry["name"] for entry in CORPUS]
+
+
+def _entry(name):
+    return next(entry for entry in CORPUS if entry["name"] == name)
+
+
+def _write(tmp_path, name):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_entry(name)["config"]))
+    return path
+
+
+def test_every_entry_names_its_source():
+    assert len(set(NAMES)) == len(NAMES)
+    for entry in CORPUS:
+        source = entry["source"]
+        assert source["repo"].count("/") == 1 and source["path"] and source["note"], entry["name"]
+        assert entry["checkpoint"] and entry["config"].get("model_type"), entry["name"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_plan_or_one_line_refusal_never_a_traceback(name, tmp_path):
+    path = _write(tmp_path, name)
+    proc = subprocess.run([sys.executable, "-m", "course_utils.explain", str(path)],
+                          capture_output=True, text=True, check=False)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    if proc.returncode == 0:
+        assert proc.stdout.strip() and not proc.stderr, proc.stderr
+    else:
+        assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
+        assert proc.stderr.count("\n") == 1 and ":" in proc.stderr[len("error: "):], proc.stderr
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_piped_output_closed_early_is_not_a_traceback(name, tmp_path):
+    path = _write(tmp_path, name)
+    proc = subprocess.run(f'"{sys.executable}" -m course_utils.explain "{path}" | head -1',
+                          shell=True, capture_output=True, text=True, check=False)
+    assert proc.stdout.strip() and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_plan_equals_transformers(name, transformers, torch):
+    cfg = _entry(name)["config"]
+    config = transformers.AutoConfig.for_model(**cfg).get_text_config()
+    try:
+        plan = position_plan(cfg)
+    except ValueError:
+        return  # refused: the test above checks the message
+    if plan.scheme is not None:
+        assert not plan.layers, name  # no RoPE layer claimed; transformers' model has no rotary class
+        with pytest.raises(AssertionError, match="no rotary class"):
+            _rotary(torch, config)
+        return
+    if getattr(config, "layer_types", None) is not None:
+        assert plan.layer_types() == list(config.layer_types), name
+    assert len(plan.layers) == config.num_hidden_layers, name
+    _assert_rope_layers_match(plan, _rotary(torch, config), name)
