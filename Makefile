@@ -23,7 +23,7 @@ OLDEST_TESTS ?= tests notebooks
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid lab1-results long-context mutants pages clean
+.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid lab2-core lab1-results long-context mutants pages clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -142,6 +142,9 @@ lab-seeds: setup ## Run each lab notebook (09, 12) once per seed 0-4 and with al
 
 lab1-results: setup ## Length-generalisation lab (notebook 09): every model it trains (2 tasks x 7 rows x 3 seeds, about 4 min on 2 free cores): course_utils/data/records/lab1_results.json and .npz, which 09 reads
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab1_results.py --workers 2
+
+lab2-core: setup ## Context-extension lab (notebook 12): its core run (3 seeds, 6 methods, 2 lengths, about 2 min on 2 free cores): course_utils/data/records/lab2_core.json and .npz, which 12 reads
+	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_core.py --workers 2
 
 lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-tunes to 200 steps, far/near split, baselines, bootstrap intervals (about 12 min on 2 free cores): benchmarks/LAB2_GRID.md
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2

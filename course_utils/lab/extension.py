@@ -14,6 +14,7 @@ worker processes, so the results do not depend on the number of workers.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import platform
 from dataclasses import dataclass, field, replace
@@ -26,9 +27,11 @@ from .model import ModelConfig, RopeScaling, cross_entropy, forward
 from .tasks import Task
 from .train import (
     _interactive_progress,
+    _json_equal,
     _one_blas_thread,
     _process_pool,
     _progress_bar,
+    _settings_record,
     evaluate_by_position,
     fine_tune,
     train,
@@ -981,3 +984,109 @@ def steps_claim(run, faster, slower, multiplier, threshold=None, split="far", *,
     diff = np.minimum(b, cap) - np.minimum(a, cap)
     mean, low, high = paired_bootstrap(diff, n_resamples=n_resamples, level=level)
     return mean, low, high, verdict(low, high), never
+
+
+# The core run of notebook 12, stored by tools/lab2_core.py (`make lab2-core`) and read there.
+# The toy base turns the same share of RoPE's exponent range within L = 16 tokens as Llama 2's
+# base 10^4 within 4096 tokens (notebook 12 derives it).
+CONTEXT_LAB = {
+    "task": {"name": "recall_latest", "n_keys": 4, "n_values": 8},
+    "rope_base": (16 / (2 * np.pi)) ** (1 / (np.log(4096 / (2 * np.pi)) / np.log(1e4))),
+    "settings": {"train_length": 16, "multipliers": (2, 4), "checkpoints": (0, 25, 50, 100),
+                 "seeds": (0, 1, 2), "steps": 1000, "batch": 16, "lr": 1e-2, "tune_batch": 8,
+                 "tune_lr": 1e-3, "tune_warmup": 10, "n_test": 128, "scratch_batch": 8},
+}
+_ARRAYS = ("correct", "total", "loss", "scratch_correct", "scratch_loss", "base_accuracy",
+           "tune_losses", "correct_dist", "total_dist", "scratch_correct_dist")
+
+
+def _config_record(config):
+    """A ModelConfig without rope_scaling as a JSON-ready dict."""
+    if not isinstance(config, ModelConfig) or config.rope_scaling is not None:
+        raise TypeError(f"config must be a ModelConfig without rope_scaling, got {config!r:.60}")
+    return {key: getattr(config, key) for key in config.__dataclass_fields__
+            if key != "rope_scaling"}
+
+
+def _as_tuples(value):
+    """JSON lists read back as the tuples the run held."""
+    return tuple(_as_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def write_extension(path, run, settings, *, meta=None):
+    """Store a :class:`ContextExtension` in ``path`` (JSON) and ``path`` with suffix ``.npz``.
+
+    ``settings`` are the keyword arguments given to :func:`run_context_extension` (stored, so
+    that :func:`read_extension` can refuse a record made with others); ``meta`` (command,
+    versions, time) goes into the JSON as it is. Every array field, the baselines and the
+    pre-trained models' configs and parameters (float64, bit for bit) are stored.
+    """
+    path = val.path(path, "path")
+    if not isinstance(run, ContextExtension):
+        raise TypeError(f"run must be a ContextExtension, got {type(run).__name__}")
+    if not isinstance(settings, dict):
+        raise TypeError(f"settings must be the dict of run_context_extension's keywords, got "
+                        f"{type(settings).__name__}")
+    if meta is not None and not isinstance(meta, dict):
+        raise TypeError(f"meta must be a dict or None, got {meta!r:.60}")
+    record = dict(meta or {}) | {
+        "settings": _settings_record(run.task, settings),
+        "config": _config_record(run.base_models[0][0]),
+        "run": {"train_length": run.train_length, "multipliers": run.multipliers,
+                "methods": run.methods, "checkpoints": run.checkpoints, "seeds": run.seeds,
+                "settings": run.settings, "baselines": sorted(run.baseline_dist)}}
+    arrays = {name: getattr(run, name) for name in _ARRAYS}
+    arrays.update({f"baseline/{name}": value for name, value in run.baseline_dist.items()})
+    for j, (_, params) in enumerate(run.base_models):
+        arrays.update({f"base/{j}/{key}": value for key, value in params.items()})
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    np.savez_compressed(path.with_suffix(".npz"), **arrays)
+
+
+def read_extension(path, task, config=None, settings=None):
+    """The :class:`ContextExtension` that :func:`write_extension` stored in ``path`` (+ ``.npz``).
+
+    Raises ``ValueError`` naming the first difference if the record was made for another task,
+    or (when given) another pre-training ``config`` or other ``settings`` (the keywords one
+    would give :func:`run_context_extension`).
+    """
+    path = val.path(path, "path")
+    if not path.is_file():
+        raise ValueError(f"path {str(path)!r:.80} is not a stored record (make lab2-core "
+                         "writes course_utils/data/records/lab2_core.json)")
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
+    record = json.loads(path.read_text())
+    if not isinstance(record, dict) or "run" not in record:
+        raise ValueError(f"path {path.name!r} holds no record made by write_extension")
+    stored = record["settings"]
+    wanted = {"task": {"name": task.name, **dict(task.settings)}}
+    if config is not None:
+        stored, wanted = stored | {"config": record["config"]}, wanted | {
+            "config": _config_record(config)}
+    if settings is not None:
+        if not isinstance(settings, dict):
+            raise TypeError(f"settings must be a dict or None, got {settings!r:.60}")
+        wanted |= _settings_record(task, settings)
+    for key in wanted:
+        if not _json_equal(wanted[key], stored.get(key)):
+            name = f"settings[{key!r}]" if key in (settings or {}) else key
+            raise ValueError(f"{name} = {wanted[key]!r:.120} differs from the stored record's "
+                             f"{stored.get(key)!r:.120}: rerun `make lab2-core`")
+    run = record["run"]
+    base_config = ModelConfig(**record["config"])
+    with np.load(path.with_suffix(".npz")) as data:
+        arrays = {key: data[key] for key in data.files}
+    base_models = tuple((base_config, {key.split("/", 2)[2]: value
+                                       for key, value in arrays.items()
+                                       if key.startswith(f"base/{j}/")})
+                        for j in range(len(run["seeds"])))
+    return ContextExtension(
+        task=task, **{key: _as_tuples(run[key]) for key in
+                      ("train_length", "multipliers", "methods", "checkpoints", "seeds")},
+        settings={key: _as_tuples(value) for key, value in run["settings"].items()},
+        base_models=base_models, **{name: arrays[name] for name in _ARRAYS},
+        baseline_dist={name: arrays[f"baseline/{name}"] for name in run["baselines"]})
+
+
+__all__ += ["CONTEXT_LAB", "write_extension", "read_extension"]
