@@ -795,7 +795,9 @@ def plot_by_position(result, multiplier, *, width=4, axes=None):
         ax.set_ylim(0, 1.04)
     for ax in axes[n_methods:]:
         ax.set_visible(False)
-    axes[0].legend(fontsize=9, loc="lower left")
+    # outside the panels, right of the first row: over the data it hides curves
+    axes[(n_methods + 1) // 2 - 1].legend(fontsize=9, loc="upper left",
+                                          bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     for ax in axes[-((n_methods + 1) // 2):]:
         ax.set_xlabel("position")
     for ax in axes[::(n_methods + 1) // 2]:
