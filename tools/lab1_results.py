@@ -41,12 +41,27 @@ def settings_of(lab=LENGTH_LAB):
                                       "variants")}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def record_arguments(doc, out, argv):
+    """``--workers`` and ``--out`` of a tool that stores a lab's record (this one, lab2_core)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=None,
                         help="processes training side by side (default: one per core)")
-    parser.add_argument("--out", type=pathlib.Path, default=OUT, help="the JSON file to write")
-    args = parser.parse_args(argv)
+    parser.add_argument("--out", type=pathlib.Path, default=out, help="the JSON file to write")
+    return parser.parse_args(argv)
+
+
+def record_meta(script, argv, wall, **extra):
+    """The command, versions and wall time a stored lab record carries."""
+    return {"command": f"python tools/{script}"
+            + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:])),
+            **extra,
+            "versions": {"python": platform.python_version(), "numpy": np.__version__,
+                         "platform": platform.platform(), "machine": platform.machine()},
+            "wall_seconds": round(wall, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = record_arguments(__doc__, OUT, argv)
     settings = settings_of()
     start = time.perf_counter()
     experiments = {}
@@ -58,12 +73,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(settings['seeds'])} seeds trained ({time.perf_counter() - start:.0f} s)",
               flush=True)
     wall = time.perf_counter() - start
-    meta = {"command": "python tools/lab1_results.py"
-            + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:])),
-            "seeds": list(settings["seeds"]),
-            "versions": {"python": platform.python_version(), "numpy": np.__version__,
-                         "platform": platform.platform(), "machine": platform.machine()},
-            "wall_seconds": round(wall, 1)}
+    meta = record_meta("lab1_results.py", argv, wall, seeds=list(settings["seeds"]))
     write_experiments(args.out, experiments, meta=meta, params_of=PARAMS_OF)
     print(f"wrote {args.out.name} and {args.out.with_suffix('.npz').name} ({wall:.0f} s)")
     return 0

@@ -17,16 +17,14 @@ to check it against the record.
 
 from __future__ import annotations
 
-import argparse
 import pathlib
-import platform
 import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
+from lab1_results import record_arguments, record_meta  # noqa: E402
 
 from course_utils.lab.extension import (  # noqa: E402
     CONTEXT_LAB,
@@ -40,11 +38,7 @@ OUT = ROOT / "course_utils" / "data" / "records" / "lab2_core.json"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, default=None,
-                        help="processes training side by side (default: one per core)")
-    parser.add_argument("--out", type=pathlib.Path, default=OUT, help="the JSON file to write")
-    args = parser.parse_args(argv)
+    args = record_arguments(__doc__, OUT, argv)
     task = make_task(**CONTEXT_LAB["task"])
     config = ModelConfig(scheme="rope", vocab_size=task.vocab_size,
                          rope_base=CONTEXT_LAB["rope_base"])
@@ -52,11 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     run = run_context_extension(task, config, **settings, workers=args.workers, progress=False)
     wall = time.perf_counter() - start
-    meta = {"command": "python tools/lab2_core.py"
-            + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:])),
-            "versions": {"python": platform.python_version(), "numpy": np.__version__,
-                         "platform": platform.platform(), "machine": platform.machine()},
-            "wall_seconds": round(wall, 1)}
+    meta = record_meta("lab2_core.py", argv, wall)
     write_extension(args.out, run, settings, meta=meta)
     print(f"wrote {args.out.name} and {args.out.with_suffix('.npz').name} ({wall:.0f} s)")
     return 0

@@ -29,6 +29,7 @@ from .train import (
     _interactive_progress,
     _json_equal,
     _one_blas_thread,
+    _open_record,
     _process_pool,
     _progress_bar,
     _settings_record,
@@ -1052,13 +1053,7 @@ def read_extension(path, task, config=None, settings=None):
     or (when given) another pre-training ``config`` or other ``settings`` (the keywords one
     would give :func:`run_context_extension`).
     """
-    path = val.path(path, "path")
-    if not path.is_file():
-        raise ValueError(f"path {str(path)!r:.80} is not a stored record (make lab2-core "
-                         "writes course_utils/data/records/lab2_core.json)")
-    if not isinstance(task, Task):
-        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
-    record = json.loads(path.read_text())
+    path, record = _open_record(path, task, "lab2-core", "lab2_core.json")
     if not isinstance(record, dict) or "run" not in record:
         raise ValueError(f"path {path.name!r} holds no record made by write_extension")
     stored = record["settings"]

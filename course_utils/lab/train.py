@@ -657,18 +657,24 @@ def write_experiments(path, experiments, *, meta=None, params_of=()):
     np.savez_compressed(path.with_suffix(".npz"), **arrays)
 
 
+def _open_record(path, task, target, name):
+    """``(path, parsed JSON)`` of a stored record, after checking ``path`` and ``task``;
+    ``make <target>`` writes ``course_utils/data/records/<name>`` (said when it is missing)."""
+    path = val.path(path, "path")
+    if not path.is_file():
+        raise ValueError(f"path {str(path)!r:.80} is not a stored record (make {target} "
+                         f"writes course_utils/data/records/{name})")
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
+    return path, json.loads(path.read_text())
+
+
 def read_experiment(path, task, settings=None):
     """The experiment on ``task`` stored by :func:`write_experiments` in ``path`` (+ ``.npz``).
 
     With ``settings`` it raises ``ValueError`` if the record was made with other settings.
     """
-    path = val.path(path, "path")
-    if not path.is_file():
-        raise ValueError(f"path {str(path)!r:.80} is not a stored record (make lab1-results "
-                         "writes course_utils/data/records/lab1_results.json)")
-    if not isinstance(task, Task):
-        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
-    document = json.loads(path.read_text())
+    path, document = _open_record(path, task, "lab1-results", "lab1_results.json")
     if task.name not in document.get("experiments", {}):
         raise ValueError(f"{path.name} holds no experiment on task {task.name!r}; it holds "
                          f"{sorted(document.get('experiments', {}))}")
