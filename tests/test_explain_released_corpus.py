@@ -9,6 +9,7 @@ reason, and never a traceback, also when its output is piped into a reader that 
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from importlib import resources
@@ -18,6 +19,7 @@ import pytest
 from test_reference_configs import _assert_rope_layers_match, _rotary
 
 from course_utils.explain import position_plan
+from course_utils.explain.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -43,27 +45,50 @@ def test_every_entry_names_its_source():
         assert entry["checkpoint"] and entry["config"].get("model_type"), entry["name"]
 
 
+def _assert_plan_or_refusal(code, out, err):
+    assert "Traceback" not in out + err, err
+    if code == 0:
+        assert out.strip() and not err, err
+    else:
+        assert code == 2 and err.startswith("error: "), err
+        # one message (wrapped at 88 columns, as every refusal of the command) naming the reason
+        assert err.count("error: ") == 1 and ":" in err[len("error: "):], err
+
+
+# Every entry runs through the command's own entry point in this process (an exception would fail
+# the test with its traceback); the command as a separate process runs once per outcome below.
 @pytest.mark.parametrize("name", NAMES)
-def test_plan_or_one_line_refusal_never_a_traceback(name, tmp_path):
+def test_plan_or_one_line_refusal_never_a_traceback(name, tmp_path, capsys):
+    code = main([str(_write(tmp_path, name))])
+    out, err = capsys.readouterr()
+    _assert_plan_or_refusal(code, out, err)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_output_into_a_closed_pipe_is_not_a_traceback(name, tmp_path, capsys, monkeypatch):
+    """stdout is a pipe whose reader has gone, so the first line printed raises BrokenPipeError
+    (what ``| head -1`` does once head has exited)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with open(write_end, "w", buffering=1) as stream:
+        monkeypatch.setattr(sys, "stdout", stream)
+        code = main([str(_write(tmp_path, name))])
+        if code == 0:  # the plan met the closed pipe; stdout now points at the null device
+            assert os.path.samestat(os.fstat(stream.fileno()), os.stat(os.devnull)), name
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["Llama 2 7B chat", "ChatGLM 6B"])  # a plan, a refusal
+def test_the_command_itself(name, tmp_path):
     path = _write(tmp_path, name)
     proc = subprocess.run([sys.executable, "-m", "course_utils.explain", str(path)],
                           capture_output=True, text=True, check=False)
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
-    if proc.returncode == 0:
-        assert proc.stdout.strip() and not proc.stderr, proc.stderr
-    else:
-        assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
-        # one message (wrapped at 88 columns, as every refusal of the command) naming the reason
-        assert proc.stderr.count("error: ") == 1 and ":" in proc.stderr[len("error: "):], proc.stderr
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_piped_output_closed_early_is_not_a_traceback(name, tmp_path):
-    path = _write(tmp_path, name)
-    proc = subprocess.run(f'"{sys.executable}" -m course_utils.explain "{path}" | head -1',
-                          shell=True, capture_output=True, text=True, check=False)
-    assert (proc.stdout.strip() or proc.stderr.startswith("error: ")), proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
+    _assert_plan_or_refusal(proc.returncode, proc.stdout, proc.stderr)
+    assert (proc.returncode == 0) == (name == "Llama 2 7B chat"), proc.stderr
+    piped = subprocess.run(f'"{sys.executable}" -m course_utils.explain "{path}" | head -1',
+                           shell=True, capture_output=True, text=True, check=False)
+    assert piped.stdout.strip() or piped.stderr.startswith("error: "), piped.stderr
+    assert "Traceback" not in piped.stderr, piped.stderr
 
 
 @pytest.mark.parametrize("name", NAMES)
