@@ -13,8 +13,11 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
 # Test processes (pytest-xdist): one per core; --dist loadscope keeps a notebook's cells, and a test
 # module's tests, in one process. JOBS=1 runs everything in one process.
+# With several processes, each does its matrix products on one thread: two processes with two BLAS
+# threads each on two cores spend much of their time waiting for each other.
 JOBS ?= auto
 PYTEST_JOBS = $(if $(filter 1,$(JOBS)),,-n $(JOBS) --dist loadscope)
+PYTEST_THREADS = $(if $(filter 1,$(JOBS)),,OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1)
 OLDEST ?= .venv-oldest
 OLDEST_PYTHON ?= python3
 # What `make test-oldest` runs under pytest; CI runs OLDEST_TESTS=tests (the unit tests) in a job of its own.
@@ -77,16 +80,16 @@ $(REF_STAMP): $(STAMP)
 	@touch $(REF_STAMP)
 
 test: setup book ## Run every test: unit tests, every notebook under nbval, the site in a browser, lint, normalisation
-	$(PYTHON) -m pytest tests notebooks $(PYTEST_NB) $(PYTEST_JOBS) -p no:cacheprovider
+	$(PYTEST_THREADS) $(PYTHON) -m pytest tests notebooks $(PYTEST_NB) $(PYTEST_JOBS) -p no:cacheprovider
 	$(PYTHON) -m ruff check course_utils tests tools notebooks benchmarks conf.py
 	$(PYTHON) tools/notebooks.py check $(NOTEBOOKS)
 	$(PYTHON) tools/witnesses.py $(NOTEBOOKS)
 
 unit: setup ## Run only the unit tests (fast)
-	$(PYTHON) -m pytest tests -q $(PYTEST_JOBS) -p no:cacheprovider
+	$(PYTEST_THREADS) $(PYTHON) -m pytest tests -q $(PYTEST_JOBS) -p no:cacheprovider
 
 nbval: setup ## Run only the notebooks under nbval
-	$(PYTHON) -m pytest notebooks $(PYTEST_NB) $(PYTEST_JOBS) -p no:cacheprovider
+	$(PYTEST_THREADS) $(PYTHON) -m pytest notebooks $(PYTEST_NB) $(PYTEST_JOBS) -p no:cacheprovider
 
 lint: setup ## Lint course_utils, tests and the notebooks with ruff
 	$(PYTHON) -m ruff check course_utils tests tools notebooks benchmarks conf.py
@@ -173,7 +176,7 @@ test-oldest: $(if $(shell command -v uv 2>/dev/null),,setup) ## Run the unit tes
 	@echo "== Installed in $(OLDEST):"
 	@$(UV) pip freeze --python $(OLDEST)/bin/python --exclude-editable | grep -iE '^(numpy|matplotlib|seaborn|pandas|jupyterlab|ipykernel|nbclient|nbformat|tqdm|pytest|hypothesis|nbval|ruff)=='
 	@echo "== Unit tests and every notebook under nbval ($(OLDEST)); without the docs and reference extras the site and transformers tests skip"
-	CI=false $(OLDEST)/bin/python -m pytest $(OLDEST_TESTS) $(PYTEST_NB) $(PYTEST_JOBS) -p no:cacheprovider
+	CI=false $(PYTEST_THREADS) $(OLDEST)/bin/python -m pytest $(OLDEST_TESTS) $(PYTEST_NB) $(PYTEST_JOBS) -p no:cacheprovider
 	@echo "== ruff ($(OLDEST))"
 	$(OLDEST)/bin/python -m ruff check course_utils tests tools notebooks benchmarks conf.py
 	@echo "== Oldest versions OK: every test and notebook passes in $(OLDEST)"
