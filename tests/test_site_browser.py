@@ -251,8 +251,8 @@ class _Visitor:
 
     def open(self, path):
         self.page.goto(f"{self.origin}/{path}", wait_until="load")
-        # MathJax typesets after the page has loaded; wait for it and for its web fonts, then
-        # for the network to fall quiet (no request left to fail when the next page opens).
+        self.page.wait_for_load_state("networkidle")
+        # MathJax typesets after the page has loaded; wait for it and for its web fonts.
         self.page.evaluate(
             "async () => { if (window.MathJax && MathJax.startup && MathJax.startup.promise)"
             " { await MathJax.startup.promise; } await document.fonts.ready; }"
