@@ -605,6 +605,10 @@ CATALOGUE: tuple[Mutant, ...] = (
        "return (positions >= self.train_length) & (positions < n)",
        "return (positions > self.train_length) & (positions < n)",
        "off-by-one", "positions beyond L scored from L + 1"),
+    _m("extension_beyond_early", "lab.extension",
+       "return (positions >= self.train_length) & (positions < n)",
+       "return (positions >= self.train_length - 1) & (positions < n)",
+       "off-by-one", "positions beyond L scored from L - 1"),
     _m("answer_distance_in_pairs", "lab.extension",
        "np.where(found, 2 * (np.arange(n_pairs) - latest), -1)",
        "np.where(found, np.arange(n_pairs) - latest, -1)",
@@ -1262,6 +1266,10 @@ WHY_NOT_KILLED = {
     "t5_exact_le": "equivalent: at a distance of exactly max_exact the log branch gives "
                    "max_exact + floor(ln 1) = max_exact, the exact rule's bucket, so no bucket "
                    "changes (chapter 04 says so)",
+    "extension_beyond_strict": "equivalent on the lab's task: position L (16) holds a key, which "
+                               "is never scored, so positions > L and >= L select the same "
+                               "scored positions (the count at position 16 is 0 in the stored "
+                               "run); extension_beyond_early, the other off-by-one, is killed",
     "block_diag_strict": "a cell raises (every key of a row masked): the notebook stops, which "
                          "a reader sees",
     "padding_empty_rows": "a cell raises (every key of a row masked): the notebook stops, which "
