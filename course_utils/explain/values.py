@@ -43,6 +43,7 @@ _EVERY_LAYER_WINDOW = {"mistral": "MistralModel", "mixtral": "MixtralModel", "ph
 _LEARNED = ("learned absolute position embeddings", "03_learned.ipynb")
 _ALIBI = ("ALiBi (linear biases on the attention logits)", "06_alibi.ipynb")
 _BUCKETS = ("relative position buckets (a learned bias per bucket)", "04_relative.ipynb")
+_SINUSOIDAL = ("sinusoidal absolute position embeddings (a fixed table)", "02_sinusoidal.ipynb")
 _NOPE = ("no position signal in attention (Mamba layers carry order)",
          "01_position_problem.ipynb")
 _NO_ROPE = {"gpt2": _LEARNED, "gpt_bigcode": _LEARNED, "opt": _LEARNED, "bert": _LEARNED,
@@ -51,6 +52,8 @@ _NO_ROPE = {"gpt2": _LEARNED, "gpt_bigcode": _LEARNED, "opt": _LEARNED, "bert": 
             # nn.Embedding(max_position_embeddings, ...) in transformers 5.23
             # models/albert/modeling_albert.py (AlbertEmbeddings), models/git/modeling_git.py
             "albert": _LEARNED, "git": _LEARNED,
+            # MarianSinusoidalPositionalEmbedding, models/marian/modeling_marian.py (5.23)
+            "marian": _SINUSOIDAL,
             "t5": _BUCKETS, "mt5": _BUCKETS, "umt5": _BUCKETS, "jamba": _NOPE}
 # Families whose layer kinds and RoPE use the plan has a rule for (read in transformers'
 # models/<family>/ code): every attention layer rotates unless a rule below says otherwise.
