@@ -27,7 +27,7 @@ file that states no original length, ``max_position_embeddings / factor``.
 The frequencies come from :func:`course_utils.rope.rope_inv_freq` and
 :func:`course_utils.scaling.rope_scaling`; ``tests/test_reference_configs.py`` compares them,
 layer type by layer type, with transformers' rotary classes for every stored configuration.
-``tests/test_explain_released_corpus.py`` does the same for 41 released files that the course
+``tests/test_explain_released_corpus.py`` does the same for 43 released files that the course
 does not store, many of other families (``course_utils/data/config_corpus.json``, each with
 its public source).
 
