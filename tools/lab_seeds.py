@@ -59,7 +59,8 @@ def run(seeds: tuple[int, ...], lab: pathlib.Path = LAB) -> dict:
     table = "\n".join(
         "".join(o.get("text", "")) for c in nb.cells
         if c.cell_type == "code" and TABLE_TAG in c.metadata.get("tags", [])
-        for o in c.get("outputs", []) if o.get("output_type") == "stream"
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "stream" and o.get("name") == "stdout"  # not progress bars
     )
     return {"seeds": tuple(seeds), "passed": checks, "error": error,
             "seconds": time.perf_counter() - start, "table": table.strip()}
