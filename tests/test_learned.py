@@ -50,6 +50,8 @@ def test_roberta_position_ids():
     np.testing.assert_array_equal(fairseq_position_ids(ids, padding_idx=1), [[2, 3, 4, 5, 1, 1]])
     full = fairseq_position_ids(np.full((1, 512), 7), padding_idx=1)
     assert full.max() == 513  # so the table needs 514 rows
+    # The default is RoBERTa's and fairseq's pad id, 1, not 0.
+    np.testing.assert_array_equal(fairseq_position_ids(ids), [[2, 3, 4, 5, 1, 1]])
 
 
 @pytest.mark.parametrize("call, error, match", [
