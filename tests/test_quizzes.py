@@ -338,3 +338,16 @@ def test_show_quiz_is_deterministic_and_refuses_a_chapter_without_questions():
         quiz_questions(0)
     with pytest.raises(TypeError, match="chapter must be an int"):
         quiz_questions("5")
+
+
+def test_t5_far_feedback_names_where_the_last_bucket_really_starts():
+    """The feedback on 04-t5-far states the distance at which an encoder's offsets stop getting
+    new buckets (computed, 91) and that bucket (31), not max_distance 128."""
+    offsets = np.arange(0, 300)
+    buckets = t5_relative_position_bucket(offsets)
+    last = int(buckets.max())
+    start = int(offsets[np.argmax(buckets == last)])
+    question = next(q for q in quiz_questions(4) if q["id"] == "04-t5-far")
+    for answer in question["answers"]:
+        numbers = set(re.findall(r"\d+", answer["feedback"]))
+        assert {str(start), str(last)} <= numbers, answer["feedback"]
