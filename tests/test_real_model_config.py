@@ -25,6 +25,7 @@ from test_real_model import require_model_file  # skip or, under CI, fail withou
 from course_utils.data.released import released_config
 from course_utils.explain import position_plan
 from course_utils.real_model import files, read_config
+from course_utils.real_model.model import open_gguf
 
 KEY = "smollm2_135m"
 # Keys of the released config.json outside the stored position keys (same source as the record).
@@ -50,6 +51,21 @@ def test_record_names_the_other_released_values(released):
     for key, value in RELEASED_OTHER.items():
         text = {True: "true", False: "false"}.get(value, value)
         assert f"{key} {text}" in note, key
+
+
+def test_the_course_s_reader_reads_what_gguf_s_reader_reads(reader):
+    """``open_gguf`` parses over plain arrays instead of ``np.memmap`` ones (for speed): every
+    metadata field and every tensor's type, shape and bytes must be the library reader's."""
+    plain = open_gguf(files.model_path())
+    assert list(plain.fields) == list(reader.fields)
+    for name, field in reader.fields.items():
+        mine = plain.fields[name]
+        assert mine.types == field.types and mine.data == field.data, name
+        assert all(np.array_equal(a, b) for a, b in zip(mine.parts, field.parts, strict=True)), name
+    assert [(t.name, t.tensor_type, t.shape.tolist()) for t in plain.tensors] == [
+        (t.name, t.tensor_type, t.shape.tolist()) for t in reader.tensors]
+    assert all(np.array_equal(a.data, b.data) for a, b in zip(plain.tensors, reader.tensors, strict=True))
+    assert type(plain.tensors[0].data) is np.ndarray  # not a memmap: the point of the class
 
 
 def test_gguf_metadata_agrees_with_released_config(reader, released):

@@ -34,6 +34,7 @@ from .._validate import positive_int
 from ..attention import softmax
 from ..rope import _rotate_pairs
 from ..scaling import rope_scaling
+from .model import next_token_nll
 
 __all__ = [
     "corpus_text", "corpus_ids", "shuffled_sentences", "sink_share_from_attention",
@@ -355,11 +356,11 @@ def nll_from_logits(logits, ids):
     """Next-token loss (T-1,) in nats from a forward pass's logits (T, vocab), in float64:
     entry ``t`` is ``-log softmax(logits[t])[ids[t + 1]]`` (what ``model.loss`` returns, without
     a second forward pass when the logits are at hand)."""
-    logits = val.numeric_array(logits, "logits").astype(np.float64)
+    logits = val.numeric_array(logits, "logits")
     ids = val.numeric_array(ids, "ids", integer=True).astype(np.int64)
     if logits.ndim != 2 or ids.shape != (logits.shape[0],) or ids.size < 2:
         raise ValueError(f"logits must be (T, vocab) and ids (T,) with T >= 2, got "
                          f"{logits.shape} and {ids.shape}")
-    top = logits[:-1].max(axis=-1)
-    lse = top + np.log(np.exp(logits[:-1] - top[:, None]).sum(axis=-1))
-    return lse - logits[np.arange(ids.size - 1), ids[1:]]
+    if ids.min() < 0 or ids.max() >= logits.shape[1]:
+        raise ValueError(f"ids must be token ids in 0..{logits.shape[1] - 1}")
+    return next_token_nll(logits[:-1], ids[1:])
