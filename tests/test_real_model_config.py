@@ -25,7 +25,7 @@ from test_real_model import require_model_file  # skip or, under CI, fail withou
 from course_utils.data.released import released_config
 from course_utils.explain import position_plan
 from course_utils.real_model import files, read_config
-from course_utils.real_model.model import open_gguf
+from course_utils.real_model.model import _open_gguf
 
 KEY = "smollm2_135m"
 # Keys of the released config.json outside the stored position keys (same source as the record).
@@ -54,9 +54,9 @@ def test_record_names_the_other_released_values(released):
 
 
 def test_the_course_s_reader_reads_what_gguf_s_reader_reads(reader):
-    """``open_gguf`` parses over plain arrays instead of ``np.memmap`` ones (for speed): every
+    """``_open_gguf`` parses over plain arrays instead of ``np.memmap`` ones (for speed): every
     metadata field and every tensor's type, shape and bytes must be the library reader's."""
-    plain = open_gguf(files.model_path())
+    plain = _open_gguf(files.model_path())
     assert list(plain.fields) == list(reader.fields)
     for name, field in reader.fields.items():
         mine = plain.fields[name]

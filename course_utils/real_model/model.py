@@ -36,7 +36,7 @@ from .. import _validate as val
 from ..rope import apply_rope, permute_qk_weight_for_half_layout, rope_inv_freq
 from .files import require_model
 
-__all__ = ["ModelConfig", "ForwardResult", "Model", "load_model", "open_gguf", "read_config"]
+__all__ = ["ModelConfig", "ForwardResult", "Model", "load_model", "read_config"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +120,7 @@ def read_config(reader) -> ModelConfig:
     )
 
 
-def open_gguf(path):
+def _open_gguf(path):
     """A :class:`gguf.GGUFReader` of ``path`` whose arrays are plain numpy views of the mapped file.
 
     The reader maps the file with ``np.memmap``; every one of the ~250 000 slices it takes while
@@ -247,7 +247,7 @@ class Model:
         #: transformers' order) or "interleaved" (the file's rows as stored, llama.cpp's rotation).
         self.layout = val.choice(layout, "layout", ("half", "interleaved"))
         self.path = pathlib.Path(path)
-        reader = open_gguf(self.path)
+        reader = _open_gguf(self.path)
         self.config = cfg = read_config(reader)
         self.tokenizer = build_tokenizer(reader)
         tensors = {t.name: t for t in reader.tensors}
