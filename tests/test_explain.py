@@ -10,6 +10,7 @@ import pytest
 from course_utils.data import library_record, library_record_names
 from course_utils.data.released import released_config, released_config_names
 from course_utils.explain import fold_layers, format_plan, main, plan_summary, position_plan
+from course_utils.explain.rotary import LINEAR_SOURCE
 from course_utils.rope import rope_inv_freq
 from course_utils.scaling import rope_scaling
 
@@ -240,14 +241,14 @@ def test_linear_scaling_counts_once_within_the_file_s_context():
     that gives original_max_position_embeddings keeps it."""
     plan = position_plan(MULTIMODAL, class_defaults=False)
     globl = plan.layers[3]
-    assert (globl.context, globl.context_source) == (
-        4096, "max_position_embeddings, the scaled context")
+    assert (globl.context, globl.context_source) == (4096, LINEAR_SOURCE)
+    assert "before or after the factor" in LINEAR_SOURCE  # not "the scaled context": unknown
     assert plan.layers[0].context_source == "max_position_embeddings"
     # turning pairs counted by brute force over the scaled ladder: 4 * 2 pi 1e6^(2i/64) <= 4096
     assert globl.turning_pairs == sum(
         1 for i in range(32) if 4.0 * 2 * np.pi * 1e6 ** (2 * i / 64) <= 4096)
     text = " ".join(format_plan(plan).split())  # lines joined where they wrap
-    assert "L = 4 096 (max_position_embeddings, the scaled context)" in text
+    assert f"L = 4 096 ({LINEAR_SOURCE})" in text
     stated = {**LLAMA_STYLE, "rope_scaling": {"rope_type": "linear", "factor": 2.0,
                                               "original_max_position_embeddings": 3000}}
     layer = position_plan(stated, class_defaults=False).layers[0]
@@ -261,16 +262,15 @@ def test_linear_scaling_counts_once_within_the_file_s_context():
     # = (d/2) * 0.5694: i <= 72.9 for d = 256 (73 pairs), i <= 36.4 for d = 128 (37 pairs).
     ("gemma3_4b", 256, 73), ("gemma3_27b", 128, 37)])
 def test_gemma3_global_layers_count_pairs_once(name, head_dim, pairs, transformers):
-    """Gemma 3's global layers: base 1e6, linear factor 8, L = 131 072 (the scaled context;
-    the report's 32K pre-training length is not in the file)."""
+    """Gemma 3's global layers: base 1e6, linear factor 8, L = 131 072 (the scaled context
+    here; the report's 32K pre-training length is not in the file)."""
     plan = position_plan(released_config(name))
     by_type = plan.by_layer_type()
     globl = by_type["full_attention"]
     assert (globl.head_dim, globl.context) == (head_dim, 131072)
     assert globl.turning_pairs == pairs
     assert by_type["sliding_attention"].context == 131072
-    assert "L = 131 072 (max_position_embeddings, the scaled context)" in " ".join(
-        format_plan(plan).split())
+    assert f"L = 131 072 ({LINEAR_SOURCE})" in " ".join(format_plan(plan).split())
 
 
 STORED = __import__("course_utils.data.released", fromlist=["x"]).released_config_names()
@@ -587,6 +587,10 @@ def test_stored_files_from_re_serialized_copies_say_so(name, capsys):
     assert ("re-serialized copy" in out) == marked
     if marked:  # the note names what the copy changed
         assert "rope_theta inside rope_scaling" in source["note"]
+    # An early revision says so, and that transformers refuses it (phi3_mini_128k: type 'su').
+    early = source.get("copy") == "early revision"
+    assert ("early revision" in " ".join(out.split()) and "refuses" in out) == early
+    assert early == (name == "phi3_mini_128k")
 
 
 def test_plot_tells_no_rope_from_pairs_that_do_not_turn_and_marks_l(transformers):
@@ -625,3 +629,78 @@ def test_missing_key_without_transformers_says_to_install_it(monkeypatch, tmp_pa
     assert main([str(_write(tmp_path, cfg))]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "pip install" in " ".join(err.split())
+
+
+def test_plot_of_a_model_without_rope_is_a_one_line_refusal(tmp_path, capsys):
+    """ALiBi (Falcon with alibi: true): the plan prints, then --plot says there are no rotary
+    pairs to draw (exit 2, no file), not an error from inside numpy or matplotlib."""
+    falcon = _write(tmp_path, {"model_type": "falcon", "alibi": True, "num_hidden_layers": 2,
+                               "hidden_size": 64, "num_attention_heads": 2})
+    png = tmp_path / "plan.png"
+    assert main([str(falcon), "--no-class-defaults", "--plot", str(png)]) == 2
+    out, err = capsys.readouterr()
+    assert "ALiBi" in out and not png.exists()
+    assert "has no rotary pairs to draw" in err and "array" not in err
+
+
+def test_rotary_pct_is_read_only_where_transformers_reads_it(transformers):
+    """GPTNeoXConfig pops rotary_pct into partial_rotary_factor; LlamaConfig ignores the key.
+    Witness: the rotary embedding each config builds, by transformers."""
+    neox = {"model_type": "gpt_neox", "num_hidden_layers": 2, "hidden_size": 256,
+            "num_attention_heads": 2, "max_position_embeddings": 2048, "rotary_pct": 0.25,
+            "rotary_emb_base": 10000}
+    llama = {**LLAMA_STYLE, "rotary_pct": 0.25}
+    for cfg, module in ((neox, "gpt_neox"), (llama, "llama")):
+        plan = position_plan(cfg)
+        config = transformers.AutoConfig.for_model(**cfg)
+        models = __import__(f"transformers.models.{module}.modeling_{module}", fromlist=["x"])
+        rotary = [n for n in dir(models) if n.endswith("RotaryEmbedding")][0]
+        theirs = getattr(models, rotary)(config).inv_freq.numpy()
+        assert plan.layers[0].inv_freq.size == theirs.size, module
+        np.testing.assert_allclose(plan.layers[0].inv_freq, theirs, rtol=1e-6)
+    assert "rotary_pct" in position_plan(llama).not_interpreted
+
+
+def test_exaone4_without_a_window_says_every_layer_rotates():
+    plan = position_plan({**EXAONE4, "sliding_window": None}, class_defaults=False)
+    text = " ".join(format_plan(plan).split())
+    assert all(layer.rope for layer in plan.layers)
+    assert "RoPE in every layer (the file gives no sliding window)" in text
+    assert "NoPE" not in text
+
+
+def test_without_max_position_embeddings_the_count_is_unknown_not_none():
+    cfg = {k: v for k, v in LLAMA_STYLE.items() if k != "max_position_embeddings"}
+    text = " ".join(format_plan(position_plan(cfg, class_defaults=False)).split())
+    assert "None" not in text and "L = ?" not in text
+    assert "how many turn within the context is unknown (no max_position_embeddings)" in text
+
+
+def test_yarn_needs_its_factor_key_as_transformers_does():
+    """transformers reads rope_parameters["factor"] for yarn (a KeyError without it) and
+    derives it from max_position_embeddings / original_max_position_embeddings when null."""
+    yarn = {"rope_type": "yarn", "original_max_position_embeddings": 2048}
+    with pytest.raises(ValueError, match=r"rope_scaling.factor: missing; transformers requires"):
+        position_plan({**LLAMA_STYLE, "rope_scaling": yarn}, class_defaults=False)
+    plan = position_plan({**LLAMA_STYLE, "rope_scaling": {**yarn, "factor": None}},
+                         class_defaults=False)
+    assert plan.layers[0].scaling_params["factor"] == 8192 / 2048
+
+
+def test_mrope_sections_must_share_out_the_pairs():
+    """Qwen2-VL splits the frequencies by mrope_section (torch.split): counts that do not add
+    up to the pairs are refused, naming the key."""
+    qwen = {"model_type": "qwen2_vl", "num_hidden_layers": 2, "hidden_size": 256,
+            "num_attention_heads": 2, "max_position_embeddings": 4096, "rope_theta": 1e6,
+            "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+    assert position_plan(qwen, class_defaults=False).layers[0].scaling_params[
+        "mrope_section"] == [16, 24, 24]
+    with pytest.raises(ValueError, match=r"mrope_section: \[16, 24, 20\] sums to 60 pairs, but "
+                                         r"the head rotates 64 pairs"):
+        position_plan({**qwen, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 20]}},
+                      class_defaults=False)
+
+
+def test_nan_is_not_a_positive_number_but_not_a_number_at_all():
+    with pytest.raises(ValueError, match="rope_theta: must be a finite number, got nan"):
+        position_plan({**LLAMA_STYLE, "rope_theta": float("nan")}, class_defaults=False)

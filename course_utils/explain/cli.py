@@ -17,8 +17,9 @@ _HELP = """\
 what the plan says:
   L              the context a layer's pairs are counted within: the scaling parameters'
                  original_max_position_embeddings where the file gives it, else the file's
-                 max_position_embeddings (for linear scaling that is the scaled length: the
-                 file does not state the length the model was pre-trained on)
+                 max_position_embeddings (under linear scaling the file does not say
+                 whether that is the length before or after the factor: Gemma 3 gives the
+                 scaled one, Vicuna v1.5 16k the one before)
   turning pairs  pairs (i) whose wavelength 2 pi / theta_i is at most L positions: they
                  complete at least one full turn inside the context; the others do not
   labels         file: the value is in the file; class default (transformers X.Y): the file
@@ -63,12 +64,14 @@ def _resolve(source, class_defaults):
 
 def _stored_copy_note(name):
     """For a stored config read from a re-serialized copy, a line saying so (values labelled
-    "file" are that copy's), else None."""
+    "file" are that copy's); for an early revision of a released file, its note; else None."""
     from ..data.released import released_config, released_config_names
 
     if os.path.exists(name) or name not in released_config_names():
         return None
     source = released_config(name).source
+    if source.get("copy") == "early revision":
+        return f"note: the stored file is {source['note']}"
     if source.get("copy") != "re-serialized":
         return None
     return (f"note: read from a re-serialized copy ({source['repo']} {source['path']}), not "
@@ -102,6 +105,9 @@ def _run(args):
     copy = _stored_copy_note(args.config)
     if copy:
         print(_fill(copy, width=88, subsequent_indent="    "))
+    if plot and plan.scheme is not None:
+        raise ValueError(f"--plot {args.plot}: {plan.model_type} has no rotary pairs to draw "
+                         f"({plan.scheme.split(';')[0]})")
     if plot:
         try:
             plot_plan(plan, plot, title=title)

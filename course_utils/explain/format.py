@@ -69,11 +69,12 @@ def _details(layer):
         lam = layer.wavelengths
         finite = lam[np.isfinite(lam)]
         still = lam.size - finite.size
+        within = (f"{layer.turning_pairs} complete a turn within L = {_num(layer.context)}"
+                  + (f" ({layer.context_source})" if layer.context_source else "")
+                  if layer.context is not None else
+                  "how many turn within the context is unknown (no max_position_embeddings)")
         out.append(f"{finite.size} rotating pairs{f' (+{still} that do not turn)' if still else ''}, "
-                   f"wavelengths {_num(finite.min())} to "
-                   f"{_num(finite.max())}; {layer.turning_pairs} complete a turn within "
-                   f"L = {_num(layer.context)}"
-                   + (f" ({layer.context_source})" if layer.context_source else ""))
+                   f"wavelengths {_num(finite.min())} to {_num(finite.max())}; {within}")
         if layer.span is not None:
             reach = layer.extras.get("reach")
             span = f"+-{_num(reach)} window" if reach else f"{layer.attention} span {_num(layer.span)}"

@@ -178,12 +178,14 @@ def _sliding_rope_flags(model_type, r, types):
     model = {"cohere2": "Cohere2Attention", "exaone4": "Exaone4Attention"}[model_type]
     if model_type == "exaone4" and window is None:
         flags = [1] * len(types)
+        rule = "RoPE in every layer (the file gives no sliding window)"
     else:
         flags = [int(t == "sliding_attention" and window is not None) for t in types]
+        rule = "RoPE only in the sliding-window layers, the global layers are NoPE"
     r.values["RoPE layers"] = Value(fold_layers([i for i, f in enumerate(flags) if f]) or "none",
                                     _rule(f"models/{model_type}/modeling_{model_type}.py",
                                           f"{model}.forward"))
-    return flags, "RoPE only in the sliding-window layers, the global layers are NoPE"
+    return flags, rule
 
 
 def _rope_flags(model_type, r, n):

@@ -16,6 +16,9 @@ def draw_plan(plan, ax, *, title=None):
     layer's pairs stop turning within L, an orange one within its window or chunk. Returns
     the image (for a colorbar)."""
     _require_plan(plan)
+    if plan.scheme is not None:
+        raise ValueError(f"plan: {plan.model_type} has no rotary pairs to draw "
+                         f"({plan.scheme.split(';')[0]})")
     if not hasattr(ax, "imshow"):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     _require_title(title)

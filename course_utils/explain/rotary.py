@@ -10,6 +10,13 @@ from ..scaling import METHODS, rope_scaling
 from .read import _int
 from .values import _ROPE_KEYS, _ROTARY_DIM, _SCALING_PARAMS, _SINKS, FILE, Value, _config_rule, _is_nested, _rule
 
+#: Where L comes from under linear scaling when the file gives no original length.
+LINEAR_SOURCE = ("max_position_embeddings; with linear scaling the file does not say whether "
+                 "this is the length before or after the factor")
+#: Families whose config class reads ``rotary_pct`` (transformers ``configuration_gpt_neox.py``,
+#: ``configuration_gpt_neox_japanese.py``).
+_ROTARY_PCT_FAMILIES = ("gpt_neox", "gpt_neox_japanese")
+
 
 def _rope_params(model_type, r, layer_type):
     """The RoPE parameters of ``layer_type``, the dotted field they were read from, and the
@@ -84,9 +91,26 @@ def _scaling_type(model_type, params, field):
 def _number(value, field, *, positive=True):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{field}: must be a number, got {value!r:.40}")
+    if value != value:  # NaN
+        raise ValueError(f"{field}: must be a finite number, got {value!r}")
     if positive and not value > 0:
         raise ValueError(f"{field}: must be positive, got {value!r}")
     return value
+
+
+def _mrope_section(params, field, rotary):
+    """M-RoPE's pairs per axis (t, h, w): integers that share out the rotated pairs exactly
+    (transformers ``modeling_qwen2_vl.py``, ``Qwen2VLRotaryEmbedding.recomposition_frequencies``
+    splits the frequencies by these counts; torch refuses counts that do not add up)."""
+    section = params["mrope_section"]
+    if not isinstance(section, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in section):
+        raise ValueError(f"{field}.mrope_section: must be a list of pair counts, got {section!r:.60}")
+    if sum(section) != rotary // 2:
+        raise ValueError(f"{field}.mrope_section: {section} sums to {sum(section)} pairs, but "
+                         f"the head rotates {rotary // 2} pairs")
+    return section
+
 
 def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     params, field, params_source = _rope_params(model_type, r, layer_type)
@@ -105,7 +129,7 @@ def _rope_plan(model_type, r, layer_type, head_dim, mla_rope, max_pos):
     out = {"base": float(base), "rotary_dim": rotary, "scaling": None if kind == "default" else kind,
            "scaling_params": {}, "attention_factor": 1.0}
     if "mrope_section" in params:
-        out["scaling_params"]["mrope_section"] = params["mrope_section"]
+        out["scaling_params"]["mrope_section"] = _mrope_section(params, field, rotary)
     if kind == "default":
         out["inv_freq"] = rope_inv_freq(rotary, base=base)
         return out
@@ -145,8 +169,11 @@ def _rope_base(model_type, r, layer_type, params, field, params_source, theta_ke
 def _rotated_width(r, layer_type, params, field, head_dim):
     """Channels rotated per head: head_dim times partial_rotary_factor (or rotary_pct)."""
     factor = params.get("partial_rotary_factor")
-    if factor is None and ("partial_rotary_factor" in r.cfg or "rotary_pct" in r.cfg):
-        factor = r.get("partial_rotary_factor", "rotary_pct")
+    # rotary_pct is read by GPT-NeoX's config classes only (GPTNeoXConfig.__init__ pops it);
+    # in another family's file it does nothing and is listed as not interpreted.
+    pct = ("rotary_pct",) if r.values["model_type"].value in _ROTARY_PCT_FAMILIES else ()
+    if factor is None and ("partial_rotary_factor" in r.cfg or (pct and pct[0] in r.cfg)):
+        factor = r.get("partial_rotary_factor", *pct)
     if factor is None and not field.startswith("rope_parameters"):
         found, factor = r.defaults.get("partial_rotary_factor", layer_type)
         if found:
@@ -190,8 +217,9 @@ def _original_length(model_type, r, kind, params, field, max_pos):
                   else "original_max_position_embeddings")
     elif kind == "linear" and max_pos is not None:
         # Position interpolation (Chen et al. 2023) states no pre-scaling length: L is the
-        # file's max_position_embeddings, the length the divided frequencies are run on.
-        original, source = max_pos, "max_position_embeddings, the scaled context"
+        # file's max_position_embeddings, which releases fill either way (Gemma 3: the scaled
+        # 131 072; Vicuna v1.5 16k: the 4 096 before its factor 4).
+        original, source = max_pos, LINEAR_SOURCE
     elif max_pos is not None:
         original, source = max_pos, "max_position_embeddings"
         r.values.setdefault("original_max_position_embeddings", Value(max_pos, _rule(
@@ -208,6 +236,9 @@ def _original_length(model_type, r, kind, params, field, max_pos):
 def _scaling_factor(r, kind, params, field, max_pos, original):
     """The scaling factor, from the file or (YaRN, LongRoPE) derived as transformers does."""
     factor = params.get("factor")
+    if kind == "yarn" and "factor" not in params:  # null is derived below; absent is refused
+        raise ValueError(f"{field}.factor: missing; transformers requires the key for yarn "
+                         "(modeling_rope_utils._compute_yarn_parameters reads it; null derives it)")
     if factor is None and kind in ("yarn", "longrope"):
         if max_pos is None:
             raise ValueError(f"{field}.factor: missing, and no max_position_embeddings to derive it")
