@@ -137,7 +137,10 @@ def main(argv=None):
     try:
         _run(args)
     except (TypeError, ValueError) as exc:
-        print(_fill(f"error: {exc}", width=88, subsequent_indent="    "), file=sys.stderr)
+        try:
+            print(_fill(f"error: {exc}", width=88, subsequent_indent="    "), file=sys.stderr)
+        except BrokenPipeError:  # stderr piped to a reader that stopped too
+            pass
         return 2
     except BrokenPipeError:  # output piped to a reader that stopped (head)
         _silence_stdout()
