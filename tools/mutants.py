@@ -639,8 +639,8 @@ CATALOGUE: tuple[Mutant, ...] = (
        "qg = q.reshape(G, group, T, d)", "qg = q.reshape(group, G, T, d).transpose(1, 0, 2, 3)",
        "layout", "grouped-query attention pairs head h with kv head h mod G"),
     _m("real_loss_current_token", "real_model.model",
-       "nll[start:stop] = lse - logits[np.arange(stop - start), ids[start + 1:stop + 1]]",
-       "nll[start:stop] = lse - logits[np.arange(stop - start), ids[start:stop]]",
+       "ids[start + 1:stop + 1])",
+       "ids[start:stop])",
        "off-by-one", "loss of predicting the current token instead of the next"),
 )
 
