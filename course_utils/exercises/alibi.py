@@ -46,8 +46,8 @@ def check_slopes(answer):
          "mu_h = 2^(-8h/H) is the rule for H a power of two only; for 6 heads take the 4-head slopes, "
          "then every other slope of the 8-head sequence"),
         (alibi_slopes(8)[:_N_HEADS],
-         "the first 6 slopes of the 8-head sequence stop at 2^-6 and miss the steep heads; start "
-         "from the 4-head slopes instead"),
+         "the first 6 slopes of the 8-head sequence stop at 2^-6 and miss the shallowest head, "
+         "2^-8; start from the 4-head slopes instead"),
         (np.sort(expected)[::-1],
          "right values, wrong order: the 4-head slopes come first, then the extra ones"),
         (np.sort(expected),
@@ -55,11 +55,11 @@ def check_slopes(answer):
         (np.log2(expected), "give the slopes themselves, not their base-2 logarithms"),
         (np.concatenate([alibi_slopes(4), alibi_slopes(8)[1::2][:2]]),
          "the extra slopes repeat 4-head ones: take every other 8-head slope starting with the "
-         "FIRST (2^-1, 2^-3), which lie between the 4-head slopes"),
+         "FIRST (2^-1, 2^-3), the ones the 4-head slopes lack"),
         (np.concatenate([alibi_slopes(4), alibi_slopes(8)[:2]]),
          "the extra two are every other 8-head slope (2^-1, 2^-3), not the first two"),
         (2.0 ** (-8.0 * (h - 1) / _N_HEADS),
-         "h starts at 1: the steepest slope is mu_1 = 2^(-8/H), never 2^0 = 1"),
+         "h starts at 1: no head has slope 2^0 = 1 (for a power of two H the first is 2^(-8/H))"),
     ]
     return grade("Exercise 6.1: ALiBi slopes for 6 heads",
                  lambda: as_float64(answer_of(answer)), expected, hints=hints,
