@@ -201,8 +201,9 @@ def check_resize_14_to_24(func):
 
 
 #: Qwen2.5-VL's video constants: pixels per patch side, patches merged per token side, frames
-#: per temporal patch, temporal ids per second (transformers ``Qwen2_5_VLVisionConfig`` defaults
-#: and the authors' ``get_rope_index_25``, which multiplies by 2).
+#: per temporal patch (transformers ``Qwen2_5_VLVisionConfig`` defaults), temporal ids per second
+#: (2: the released models' ``vision_config.tokens_per_second``, and the authors'
+#: ``get_rope_index_25``, which multiplies by 2; the config class's default is 4).
 QWEN2_5_VL_VIDEO = {"patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2,
                     "tokens_per_second": 2}
 
