@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import sys
 
 import pytest
 from hypothesis import settings
@@ -33,6 +35,23 @@ def torch():
 @pytest.fixture(scope="session")
 def transformers(torch):
     return _import_reference("transformers")
+
+
+@contextlib.contextmanager
+def closed_stdout(monkeypatch):
+    """``sys.stdout`` as a pipe whose reader has gone, so the first line printed raises
+    BrokenPipeError (what ``| head -1`` does once head has exited). Used inside the test, not as
+    a fixture: capsys puts its own stdout back when the test starts."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with open(write_end, "w", buffering=1) as stream:
+        monkeypatch.setattr(sys, "stdout", stream)
+        yield stream
+
+
+def stdout_went_to_devnull(stream) -> bool:
+    """After a plan met the closed pipe, the command points stdout at the null device."""
+    return os.path.samestat(os.fstat(stream.fileno()), os.stat(os.devnull))
 
 
 # The longest modules and notebooks first: pytest-xdist's loadscope hands out whole modules in

@@ -9,13 +9,13 @@ reason, and never a traceback, also when its output is piped into a reader that 
 
 import importlib
 import json
-import os
 import subprocess
 import sys
 from importlib import resources
 
 import numpy as np
 import pytest
+from conftest import closed_stdout, stdout_went_to_devnull
 from test_reference_configs import _assert_rope_layers_match, _rotary
 
 from course_utils.explain import position_plan
@@ -66,15 +66,10 @@ def test_plan_or_one_line_refusal_never_a_traceback(name, tmp_path, capsys):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_output_into_a_closed_pipe_is_not_a_traceback(name, tmp_path, capsys, monkeypatch):
-    """stdout is a pipe whose reader has gone, so the first line printed raises BrokenPipeError
-    (what ``| head -1`` does once head has exited)."""
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    with open(write_end, "w", buffering=1) as stream:
-        monkeypatch.setattr(sys, "stdout", stream)
+    with closed_stdout(monkeypatch) as stream:
         code = main([str(_write(tmp_path, name))])
         if code == 0:  # the plan met the closed pipe; stdout now points at the null device
-            assert os.path.samestat(os.fstat(stream.fileno()), os.stat(os.devnull)), name
+            assert stdout_went_to_devnull(stream), name
     assert "Traceback" not in capsys.readouterr().err
 
 
@@ -86,10 +81,10 @@ def test_the_command_itself(name, tmp_path):
                           capture_output=True, text=True, check=False)
     _assert_plan_or_refusal(proc.returncode, proc.stdout, proc.stderr)
     assert (proc.returncode == 0) == (name == "Qwen2 72B Instruct"), proc.stderr
-    piped = subprocess.run(f'"{sys.executable}" -m course_utils.explain "{path}" | head -1',
-                           shell=True, capture_output=True, text=True, check=False)
-    assert piped.stdout.strip() or piped.stderr.startswith("error: "), piped.stderr
-    assert "Traceback" not in piped.stderr, piped.stderr
+    if proc.returncode == 0:  # a plan, into a pipe that head closes after one line
+        piped = subprocess.run(f'"{sys.executable}" -m course_utils.explain "{path}" | head -1',
+                               shell=True, capture_output=True, text=True, check=False)
+        assert piped.stdout.strip() and "Traceback" not in piped.stderr, piped.stderr
 
 
 @pytest.mark.parametrize("name", NAMES)

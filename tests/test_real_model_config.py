@@ -15,15 +15,13 @@ Tests that need the model file skip without it (``make model`` fetches it) and f
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 from test_real_model import require_model_file  # skip or, under CI, fail without the file
 
 from course_utils.data.released import released_config
 from course_utils.explain import position_plan
+from course_utils.explain.cli import main
 from course_utils.real_model import files, read_config
 from course_utils.real_model.model import _open_gguf
 
@@ -105,11 +103,11 @@ def test_position_plan_of_released_file_is_the_model_s_rope(reader, released):
     np.testing.assert_allclose(layer.inv_freq, cfg.inv_freq, rtol=1e-15)
 
 
-def test_explain_command_prints_the_plan():
-    out = subprocess.run([sys.executable, "-m", "course_utils.explain", KEY],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    text = " ".join(out.stdout.split())
+def test_explain_command_prints_the_plan(capsys):
+    code = main([KEY])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    text = " ".join(out.split())
     assert "model_type llama, 30 layers" in text
     assert "layers 0-29: full attention, RoPE base 100 000, head dim 64" in text
     assert "L = 8 192 (max_position_embeddings)" in text
