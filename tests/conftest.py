@@ -44,9 +44,16 @@ def closed_stdout(monkeypatch):
     a fixture: capsys puts its own stdout back when the test starts."""
     read_end, write_end = os.pipe()
     os.close(read_end)
-    with open(write_end, "w", buffering=1) as stream:
-        monkeypatch.setattr(sys, "stdout", stream)
-        yield stream
+    stream = open(write_end, "w", buffering=1)
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(sys, "stdout", stream)
+            yield stream
+    finally:
+        try:
+            stream.close()
+        except BrokenPipeError:  # a partial line still buffered for the reader that has gone
+            pass
 
 
 def stdout_went_to_devnull(stream) -> bool:
