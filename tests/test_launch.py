@@ -2,8 +2,9 @@
 
 Every notebook starts with the install cell that ``tools/notebooks.py install-cell`` writes from
 pyproject.toml's repository URL. Where ``course_utils`` is installed it does nothing and prints
-nothing; in a fresh virtual environment without the course it installs it (here from this
-checkout, through ``COURSE_INSTALL_FROM``) and the chapter's set-up cell then runs; with no
+nothing; in a new virtual environment without the course (its dependencies borrowed from this
+one) it installs it (here from this checkout, through ``COURSE_INSTALL_FROM``) and the chapter's
+set-up cell then runs; that pip brings the package's own imports is checked statically; with no
 repository configured it says what to do. Binder's requirements install the notebooks' needs,
 not the site's or the tests' tools. CITATION.cff and the install cells carry the configured URL.
 """
@@ -119,8 +120,10 @@ _NOT_BORROWED = re.compile(r"^(course_utils|__editable__|pip|setuptools|wheel|_d
 
 
 def _colab_like_environment(env_dir: Path) -> Path:
-    """A new venv that sees this environment's dependencies but not the course, as on Colab,
-    where numpy, matplotlib and the rest are installed and the course is not. Its python."""
+    """A new venv that sees this environment's installed packages but not the course. Like
+    Colab, numpy, matplotlib and the rest are there and the course is not; unlike Colab, so are
+    the test tools and torch, so an undeclared import would not fail here (the static test
+    below covers the package's imports, the Binder test the notebooks'). Its python."""
     venv.EnvBuilder(with_pip=True).create(env_dir)
     borrowed = env_dir / "borrowed"
     borrowed.mkdir()
@@ -137,7 +140,7 @@ def _colab_like_environment(env_dir: Path) -> Path:
 
 def test_a_chapter_launches_in_a_fresh_environment_through_its_install_cell(tmp_path):
     """Chapter 01's first cells in a new venv without the course (its dependencies borrowed
-    from this environment, as Colab has them): the install cell installs the course from this
+    from this environment): the install cell installs the course from this
     checkout and the set-up cell and the first cell after it run. That the course's own
     dependencies suffice is test_the_package_imports_only_its_declared_dependencies."""
     python = _colab_like_environment(tmp_path / "fresh")
