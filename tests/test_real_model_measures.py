@@ -7,11 +7,11 @@ import types
 
 import numpy as np
 import pytest
+from test_real_model import require_model_file  # skip or, under CI, fail without the file
 
 from course_utils.real_model import files, measures
 from course_utils.rope import apply_rope
 from course_utils.scaling import rope_scaling
-from test_real_model import require_model_file  # skip or, under CI, fail without the file
 
 CONFIG = types.SimpleNamespace(head_dim=64, rope_theta=1e5, max_position_embeddings=8192)
 

