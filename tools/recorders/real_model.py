@@ -27,7 +27,7 @@ SHIFT = 1000
 #: Vocabulary ids whose logits are stored at every position (a fixed sample; the row's
 #: log-sum-exp, also stored, covers the rest of the row).
 SAMPLE_SEED, N_SAMPLE, TOP = 13, 64, 20
-#: The loss record's tokens: the first 512 of the course's stored prose
+#: The loss record's tokens: the first 512 of chapter 13's text (the docstring PEPs)
 #: (``course_utils.real_model.measures.corpus_text``, a file with a checked sha256).
 LOSS_TOKENS = 512
 
@@ -72,7 +72,7 @@ def _logits(ids, position_ids=None):
 
 
 def loss_text():
-    """The loss record's text: the course's stored prose (its first LOSS_TOKENS tokens are used)."""
+    """The loss record's text: the four docstring PEPs of chapter 13 (its first LOSS_TOKENS tokens are used)."""
     from course_utils.real_model.measures import corpus_text
 
     return corpus_text()
@@ -114,7 +114,7 @@ record_smollm2_logits.atol = 1e-4
 
 
 def record_smollm2_loss():
-    """Per-token next-token loss (nats) of the first 512 tokens of the course's prose."""
+    """Per-token next-token loss (nats) of the first 512 tokens of chapter 13's text (the docstring PEPs)."""
     import torch
 
     ids = _encode(loss_text())[:LOSS_TOKENS]
@@ -137,7 +137,7 @@ WINDOW, WINDOW_TOKENS = 128, 512
 
 
 def record_smollm2_window_loss():
-    """Per-token loss of the first 512 tokens of the course's text when each query sees only its
+    """Per-token loss of the first 512 tokens of chapter 13's text when each query sees only its
     last 128 keys: transformers' ``MistralForCausalLM`` (Llama's layers plus a sliding window,
     ``masking_utils.sliding_window_overlay``: key j is seen by query i when i - 128 < j <= i)
     with the weights of the same GGUF, copied from ``LlamaForCausalLM``."""
