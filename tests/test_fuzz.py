@@ -84,6 +84,8 @@ EXTRA_ALLOWED = {
     # and hashing a file that is not there raises the operating system's error.
     "course_utils.real_model.files.require_model": (
         importlib.import_module("course_utils.real_model.files").ModelNotAvailableError,),
+    "course_utils.real_model.files.require_text": (
+        importlib.import_module("course_utils.real_model.files").ModelNotAvailableError,),
     "course_utils.real_model.files.sha256_file": (OSError,),
     # Documented: signals "not attempted" to grade(), which turns it into that verdict.
     "course_utils.exercises.answer_of": (course_utils.exercises._NotAttempted,),
@@ -113,13 +115,14 @@ ALWAYS_JUNK = {
     "course_utils.lab.extension.run_context_extension": ("task",),
 }
 
-# Functions that download, write or load the released model's files: a junk path would make
-# them fetch 93 MB into a folder named by the junk, or read 0.5 GB of weights per example. Their
+# Functions that download, write or load the released model's files and text: a junk path would
+# make them fetch 93 MB into a folder named by the junk, or read 0.5 GB of weights per example. Their
 # argument checks are tested with named bad arguments in tests/test_real_model.py.
 NOT_FUZZED = {
     "course_utils.real_model.files.fetch",
     "course_utils.real_model.files.fetch_model",
     "course_utils.real_model.files.extract_gguf",
+    "course_utils.real_model.files.extract_text",
     "course_utils.real_model.model.Model",
     "course_utils.real_model.model.load_model",
     "course_utils.real_model.model.read_config",
