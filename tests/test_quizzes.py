@@ -173,7 +173,7 @@ def _stored_window():
     stored = json.loads((ROOT / "course_utils" / "data" / "records" / "long_context.json").read_text())["window"]
     full, window, sinks = stored["full"], stored["window"], stored["window + sinks"]
     if window - full > 0.5 and window - sinks > 0.75 * (window - full):
-        return _in_text(13, "four kept tokens win back over three quarters of that", "sinks-restore")
+        return _in_text(13, "four kept tokens win back nine tenths", "sinks-restore")
     return "no-change" if window - full < 0.1 else "both-fail"
 
 
