@@ -18,7 +18,10 @@ fetches the model and the text, and every read checks the text's sha256) and mea
 * ``nope``: the loss over 256 tokens when one layer's rotation is removed, for 13 of the 30
   layers;
 * ``sinks``: the share of attention on the first token per layer and head, at 512 and 2048
-  tokens (queries 1 to T - 1; Xiao et al. 2024, section 3.1).
+  tokens (queries 1 to T - 1; Xiao et al. 2024, section 3.1);
+* ``familiarity``: the loss of the first 512 tokens in their order and with their sentences
+  shuffled (three seeds), for the PEPs and for a control the model cannot have read: the
+  markdown of notebooks 01-12 at the recorded commit, written after the model was released.
 
 Writes ``course_utils/data/records/long_context.json`` (read by notebook 13) and ``benchmarks/LONG_CONTEXT.md``
 (tables, the command, the settings, the versions, the git commit and the sha256 of every
@@ -58,6 +61,7 @@ SETTINGS = {
                   "bins": [0, 2048, 4096, 6144, 8192, 10240, 12288]},
     "nope": {"length": 256, "layers": [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 29]},
     "sinks": {"lengths": [512, 2048]},
+    "familiarity": {"length": 512, "seeds": [0, 1, 2]},
 }
 QUICK = {
     "window": {"length": 1024, "window": 256, "n_sink": 4},
@@ -66,8 +70,9 @@ QUICK = {
     "true_long": {"length": 1024, "methods": [["none", 1.0]], "bins": [0, 512, 1024]},
     "nope": {"length": 256, "layers": [0, 29]},
     "sinks": {"lengths": [256, 512]},
+    "familiarity": {"length": 128, "seeds": [0]},
 }
-PARTS = ("true_long", "skip", "window", "nope", "sinks")
+PARTS = ("true_long", "skip", "window", "nope", "sinks", "familiarity")
 COMMAND = "make long-context  (python tools/long_context.py)"
 LABELS = {"none": "no scaling", "linear": "PI", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
           "yarn": "YaRN"}
@@ -141,6 +146,36 @@ def run_sinks(model, ids, lengths):
         share = np.asarray(model.forward(ids[:n], sink_keys=1).sink_share, dtype=np.float64)
         out[str(n)] = share.tolist()
         print(f"  sinks {n}: mean of layers 2-29 {share[2:].mean():.3f}", flush=True)
+    return out
+
+
+def course_markdown(root=ROOT):
+    """The markdown cells of notebooks 01-12 in order, one blank line between cells: prose the
+    model cannot have read (written after SmolLM2's release), the control of ``familiarity``."""
+    parts = []
+    for number in range(1, 13):
+        (path,) = sorted((root / "notebooks").glob(f"{number:02d}_*.ipynb"))
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown" and "".join(cell["source"]).strip():
+                parts.append("".join(cell["source"]).strip())
+    return "\n\n".join(parts)
+
+
+def run_familiarity(model, ids, length, seeds):
+    """Loss in order and shuffled (per seed) of the first ``length`` tokens of the PEPs and of
+    the course's own markdown; the difference is what the order of the sentences is worth."""
+    import hashlib
+
+    control = course_markdown()
+    out = {"control_sha256": hashlib.sha256(control.encode("utf-8")).hexdigest()}
+    for name, tokens in (("peps", ids[:length]),
+                         ("course", np.asarray(model.encode(control))[:length])):
+        ordered = float(np.mean(model.loss(tokens), dtype=np.float64))
+        shuffled = [float(np.mean(model.loss(model.encode(measures.shuffled_sentences(
+            model.decode(tokens), seed=seed))), dtype=np.float64)) for seed in seeds]
+        out[name] = {"in_order": ordered, "shuffled": shuffled}
+        print(f"  familiarity {name}: {ordered:.3f} in order, shuffled "
+              + " ".join(f"{v:.3f}" for v in shuffled), flush=True)
     return out
 
 
@@ -257,6 +292,23 @@ def render(result, path):
                          f"{top[0]} head {top[1]} ({share[top]:.3f}) | "
                          f"{int(np.sum(share > 0.5))} of {share.size} |")
         lines.append("")
+    if "familiarity" in result:
+        f = result["familiarity"]
+        lines += [
+            f"## Familiarity: the first {s['familiarity']['length']} tokens in order and shuffled",
+            "",
+            "Sentences shuffled with seeds " + ", ".join(map(str, s["familiarity"]["seeds"]))
+            + ". Control: the markdown of notebooks 01-12 at the recorded commit (sha256 "
+            f"{f['control_sha256'][:12]}), written after the model was released.", "",
+            "| text | in order | shuffled | shuffled - in order |", "|---|---|---|---|",
+        ]
+        for key, label in (("peps", "the PEPs"), ("course", "the course's markdown")):
+            row = f[key]
+            mean = float(np.mean(row["shuffled"]))
+            lines.append(f"| {label} | {row['in_order']:.3f} | "
+                         + ", ".join(f"{v:.3f}" for v in row["shuffled"])
+                         + f" | {mean - row['in_order']:+.3f} |")
+        lines.append("")
     for run in result.get("partial_runs", []):
         lines += [f"Rerun later by `{run['command']}` ({run.get('seconds', '?')} s): "
                   + ", ".join(run["parts"]) + "; versions: "
@@ -282,6 +334,8 @@ def _part(task):
         return name, run_true_long(model, ids, **settings["true_long"])
     if name == "sinks":
         return name, run_sinks(model, ids, **settings["sinks"])
+    if name == "familiarity":
+        return name, run_familiarity(model, ids, **settings["familiarity"])
     return name, run_nope(model, ids, **settings["nope"])
 
 
@@ -311,7 +365,7 @@ def main(argv=None):
     start = time.perf_counter()
     n_tokens = 2048 if args.quick else settings["true_long"]["length"]
     result = {"command": COMMAND, "seed": None, "settings": settings, "versions": versions()}
-    names = ("true_long", "skip-a", "skip-b", "window", "nope", "sinks")
+    names = ("true_long", "skip-a", "skip-b", "window", "nope", "sinks", "familiarity")
     if args.only:
         if args.quick:
             parser.error("--only and --quick cannot be combined")
