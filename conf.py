@@ -23,6 +23,7 @@ term, not every page with an "m" and a "rope".
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 import pathlib
@@ -190,17 +191,27 @@ def _number_figures_per_page(app, env) -> list[str]:
 
     Without a numbered toctree Sphinx counts figures across the whole site (the first figure of
     notebook 01 would be "Figure 2"). This runs after Sphinx has assigned its numbers and keeps
-    their order within each page.
+    their order within each page, in ``env.course_page_fignumbers``; :func:`_use_page_numbers`
+    puts them in place when writing starts. Sphinx's own numbers stay in the pickled environment,
+    so that the next build compares like with like, and the pages returned here are those whose
+    page numbers changed: a build with nothing new rewrites no page.
     """
-    changed = []
+    previous = getattr(env, "course_page_fignumbers", {})
+    pages = {}
     for docname, numbers in env.toc_fignumbers.items():
+        pages[docname] = {}
         for figtype, by_id in numbers.items():
             ordered = sorted(by_id, key=lambda target: by_id[target])
-            renumbered = {target: (index,) for index, target in enumerate(ordered, 1)}
-            if renumbered != by_id:
-                numbers[figtype] = renumbered
-                changed.append(docname)
-    return sorted(set(changed))
+            pages[docname][figtype] = {target: (index,) for index, target in enumerate(ordered, 1)}
+    env.course_page_fignumbers = pages
+    return sorted(d for d, numbers in pages.items() if numbers != previous.get(d))
+
+
+def _use_page_numbers(app, builder) -> None:
+    """Write with the per-page figure numbers of :func:`_number_figures_per_page`."""
+    pages = getattr(builder.env, "course_page_fignumbers", None)
+    if pages is not None:
+        builder.env.toc_fignumbers = copy.deepcopy(pages)
 
 
 _HYPHENS = "-\u2010\u2011"  # hyphen-minus, hyphen, non-breaking hyphen
@@ -241,3 +252,4 @@ def setup(app):
     _mathjax_source()  # fail early, before reading any page, if MathJax is missing
     app.connect("build-finished", _copy_mathjax)
     app.connect("env-get-updated", _number_figures_per_page, priority=900)
+    app.connect("write-started", _use_page_numbers)
