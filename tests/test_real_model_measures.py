@@ -267,6 +267,53 @@ def test_long_context_scores_the_right_tokens_and_renders(tmp_path):
     assert "Rerun later by `rerun` (5 s): sinks; versions: numpy y" in text
 
 
+def test_long_context_familiarity_compares_shuffled_with_collapsed_text(tmp_path):
+    """The stand-in scores a text by the weighted sum of its byte codes (loss j * code[j + 1]),
+    so the loss depends on the order of the characters: shuffling changes it, and each of the
+    three strings (as written, collapsed in order, shuffled) is scored on its own tokens."""
+    tool = _long_context_tool()
+
+    class Stub:
+        def encode(self, text):
+            return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.int64)
+
+        def decode(self, ids):
+            return bytes(np.asarray(ids, dtype=np.uint8)).decode("utf-8")
+
+        def loss(self, ids):
+            ids = np.asarray(ids)
+            return np.arange(ids.size - 1) * ids[1:] / 1000.0
+
+    def score(text):
+        ids = Stub().encode(text)
+        return float(np.mean(np.arange(ids.size - 1) * ids[1:] / 1000.0))
+
+    peps = "PEP: 1\nTitle: One.\n\nFirst sentence here.  Second one!  Third?\n"
+    control = "# 01\n\nA course.\nIt is ours.  Truly."
+    out = tool.run_familiarity(Stub(), Stub().encode(peps), len(peps), [0, 1], control=control)
+    for key, text in (("peps", peps), ("course", control)):
+        assert out[key]["as_written"] == pytest.approx(score(text))
+        assert out[key]["collapsed"] == pytest.approx(score(" ".join(text.split())))
+        assert out[key]["shuffled"] == [pytest.approx(score(measures.shuffled_sentences(
+            text, seed=seed))) for seed in (0, 1)]
+    assert out["course"]["collapsed"] != out["course"]["as_written"]  # the line breaks count
+    settings = {"window": {"length": 24, "window": 8, "n_sink": 4},
+                "skip": {"n_first": 4, "n_second": 4, "ends": [8]},
+                "true_long": {"length": 16, "bins": [0, 16]}, "nope": {"length": 8},
+                "familiarity": {"length": len(peps), "seeds": [0, 1]}}
+    result = {"command": "test", "seconds": 60, "versions": {}, "settings": settings,
+              "window": {"full": 1.0}, "skip": {"no scaling": [1.0]},
+              "true_long": {"by_bin": {"no scaling": [1.0]}, "last_chunk": {"no scaling": 1.0},
+                            "skip_last_chunk": {"no scaling": 1.0}, "last_chunk_alone": 1.0},
+              "nope": {"base": 1.0, "delta": {"0": 0.0}}, "familiarity": out}
+    tool.render(result, tmp_path / "out.md")
+    row = out["peps"]
+    gain = np.mean(row["shuffled"]) - row["collapsed"]
+    assert (f"| the PEPs | {row['as_written']:.3f} | {row['collapsed']:.3f} | "
+            f"{row['shuffled'][0]:.3f}, {row['shuffled'][1]:.3f} | {gain:+.3f} |"
+            in (tmp_path / "out.md").read_text())
+
+
 def test_long_context_sinks_read_the_forward_pass_per_length():
     tool = _long_context_tool()
     seen = []

@@ -19,9 +19,10 @@ fetches the model and the text, and every read checks the text's sha256) and mea
   layers;
 * ``sinks``: the share of attention on the first token per layer and head, at 512 and 2048
   tokens (queries 1 to T - 1; Xiao et al. 2024, section 3.1);
-* ``familiarity``: the loss of the first 512 tokens in their order and with their sentences
-  shuffled (three seeds), for the PEPs and for a control the model cannot have read: the
-  markdown of notebooks 01-12 at the recorded commit, written after the model was released.
+* ``familiarity``: the loss of the first 512 tokens as written, with whitespace collapsed in
+  order, and collapsed with their sentences shuffled (three seeds), for the PEPs and for a
+  control the model cannot have read: the markdown of notebooks 01-12 at the recorded commit
+  (its first tokens are chapter 01's opening), written after the model was released.
 
 Writes ``course_utils/data/records/long_context.json`` (read by notebook 13) and ``benchmarks/LONG_CONTEXT.md``
 (tables, the command, the settings, the versions, the git commit and the sha256 of every
@@ -161,21 +162,29 @@ def course_markdown(root=ROOT):
     return "\n\n".join(parts)
 
 
-def run_familiarity(model, ids, length, seeds):
-    """Loss in order and shuffled (per seed) of the first ``length`` tokens of the PEPs and of
-    the course's own markdown; the difference is what the order of the sentences is worth."""
+def run_familiarity(model, ids, length, seeds, control=None):
+    """Loss of the first ``length`` tokens of the PEPs and of the course's markdown (``control``,
+    default :func:`course_markdown`): as written, with whitespace collapsed to single spaces in
+    order, and collapsed with the sentences shuffled (one per seed). ``shuffled - collapsed``
+    is what the order of the sentences is worth; both lose the line breaks alike."""
     import hashlib
 
-    control = course_markdown()
+    control = course_markdown() if control is None else control
     out = {"control_sha256": hashlib.sha256(control.encode("utf-8")).hexdigest()}
     for name, tokens in (("peps", ids[:length]),
                          ("course", np.asarray(model.encode(control))[:length])):
-        ordered = float(np.mean(model.loss(tokens), dtype=np.float64))
-        shuffled = [float(np.mean(model.loss(model.encode(measures.shuffled_sentences(
-            model.decode(tokens), seed=seed))), dtype=np.float64)) for seed in seeds]
-        out[name] = {"in_order": ordered, "shuffled": shuffled}
-        print(f"  familiarity {name}: {ordered:.3f} in order, shuffled "
-              + " ".join(f"{v:.3f}" for v in shuffled), flush=True)
+        text = model.decode(tokens)
+
+        def loss(string):
+            return float(np.mean(model.loss(model.encode(string)), dtype=np.float64))
+
+        out[name] = {"as_written": float(np.mean(model.loss(tokens), dtype=np.float64)),
+                     "collapsed": loss(" ".join(text.split())),
+                     "shuffled": [loss(measures.shuffled_sentences(text, seed=seed))
+                                  for seed in seeds]}
+        print(f"  familiarity {name}: {out[name]['as_written']:.3f} as written, "
+              f"{out[name]['collapsed']:.3f} collapsed, shuffled "
+              + " ".join(f"{v:.3f}" for v in out[name]["shuffled"]), flush=True)
     return out
 
 
@@ -297,17 +306,20 @@ def render(result, path):
         lines += [
             f"## Familiarity: the first {s['familiarity']['length']} tokens in order and shuffled",
             "",
-            "Sentences shuffled with seeds " + ", ".join(map(str, s["familiarity"]["seeds"]))
-            + ". Control: the markdown of notebooks 01-12 at the recorded commit (sha256 "
-            f"{f['control_sha256'][:12]}), written after the model was released.", "",
-            "| text | in order | shuffled | shuffled - in order |", "|---|---|---|---|",
+            "Loss as written; with whitespace collapsed to single spaces, in order; and collapsed "
+            "with the sentences shuffled (seeds " + ", ".join(map(str, s["familiarity"]["seeds"]))
+            + "). Control: the first tokens of the markdown of notebooks 01-12 at the recorded "
+            f"commit (chapter 01's opening; sha256 {f['control_sha256'][:12]}), written after the "
+            "model was released.", "",
+            "| text | as written | collapsed | shuffled | shuffled - collapsed |",
+            "|---|---|---|---|---|",
         ]
         for key, label in (("peps", "the PEPs"), ("course", "the course's markdown")):
             row = f[key]
             mean = float(np.mean(row["shuffled"]))
-            lines.append(f"| {label} | {row['in_order']:.3f} | "
+            lines.append(f"| {label} | {row['as_written']:.3f} | {row['collapsed']:.3f} | "
                          + ", ".join(f"{v:.3f}" for v in row["shuffled"])
-                         + f" | {mean - row['in_order']:+.3f} |")
+                         + f" | {mean - row['collapsed']:+.3f} |")
         lines.append("")
     for run in result.get("partial_runs", []):
         lines += [f"Rerun later by `{run['command']}` ({run.get('seconds', '?')} s): "

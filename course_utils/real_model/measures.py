@@ -115,8 +115,10 @@ def _all_ids(model):
 
 
 def shuffled_sentences(text, *, seed=0):
-    """``text`` with its sentences (split after ``.``, ``!`` or ``?`` and a space) in a
-    random order: the same words and sentences, a text the model cannot have memorised."""
+    """``text`` with its whitespace collapsed to single spaces and its sentences (split after
+    ``.``, ``!`` or ``?`` and a space) in a random order: the same words and sentences, a text
+    the model cannot have memorised. Compare it with ``" ".join(text.split())``, the same text
+    collapsed in order: the line breaks go in both."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("text must be a non-empty string")
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
