@@ -642,6 +642,10 @@ CATALOGUE: tuple[Mutant, ...] = (
        "ids[start + 1:stop + 1])",
        "ids[start:stop])",
        "off-by-one", "loss of predicting the current token instead of the next"),
+    _m("pair_norms_interleaved", "real_model.measures",
+       "np.sqrt(x[..., :half] ** 2 + x[..., half:] ** 2)",
+       "np.sqrt(x[..., 0::2] ** 2 + x[..., 1::2] ** 2)",
+       "layout", "pair norms of the interleaved layout on half-layout queries and keys"),
 )
 
 
@@ -656,7 +660,7 @@ FIRST = ("attn_no_scale", "shaw_clip_minus_one", "rope_matrix_transposed", "alib
 TEACHES = {"attention": "01", "sinusoidal": "02", "learned": "03", "relative": "04", "rope": "05",
            "alibi": "06", "scaling": "07", "practice": "08", "lab.model": "09", "lab.train": "09",
            "lab.tasks": "09", "lab.extension": "12", "multimodal": "10", "modern": "11",
-           "real_model.model": "13"}
+           "real_model.model": "13", "real_model.measures": "13"}
 
 
 # --- which notebooks and tests a module reaches ----------------------------------------------------
