@@ -1,18 +1,27 @@
 """The full grid of the context-extension lab (notebook 12), written into the repository.
 
-    python tools/lab2_grid.py [--seeds 0 1 ... 9] [--lr-variants 3e-4 3e-3] [--variant-seeds 0 ... 4]
-                              [--workers N] [--quick] [--render] [--add-variants]
+    python tools/lab2_grid.py [--seeds 0 1 ... 9] [--lr-variants 3e-4 3e-3] [--workers N]
+                              [--parts main lr base beta] [--quick] [--render]
 
 Trains the notebook's RoPE model once per seed at L = 16 tokens on ``recall_latest``, extends it
 to 2L and 4L with every method (unchanged RoPE, PI, NTK-aware, dynamic NTK, YaRN with and
 without its temperature), fine-tunes each once for 200 steps (evaluated after 0, 25, 50, 100 and
-200 steps) on the same fine-tune data for every method, and trains the from-scratch model at 4L.
-Every accuracy is split by how far back the answer lies (``near``: < L, ``far``: >= L), beside
-two baselines computed exactly on the test sequences (position-blind, and an ideal reader of the
-last L tokens). Every claim of notebook 12 gets a paired percentile bootstrap interval over the
-seeds (10 000 resamples, 95 %) and a verdict. Then it repeats the fine-tunes with other
-fine-tune learning rates on five seeds (no from-scratch model); ``--add-variants`` runs only
-these, beside the stored main grid. Writes:
+200 steps) on the same fine-tune data for every method, and trains the ceiling: the model with
+the unchanged RoPE trained from scratch at 4L, and the same at other step counts to show that its
+accuracy has flattened. Every accuracy is split by how far back the answer lies (``near``: < L,
+``far``: >= L), beside two baselines computed exactly on the test sequences (position-blind, and
+an ideal reader of the last L tokens); every model is also scored on a passkey test whose one
+query per sequence has its answer L or more tokens back, with the attention the query pays to
+that answer. Every claim of notebook 12 gets a paired percentile bootstrap interval over the
+seeds (10 000 resamples, 95 %) and a verdict. The parts, all on the same ten seeds:
+
+* ``main``: the grid above (fine-tune learning rate 1e-3);
+* ``lr``: the same fine-tunes at the learning rates of ``--lr-variants`` (no ceiling);
+* ``base``: everything again with Llama 2's own base 1e4 in place of the toy's (no ceiling);
+* ``beta``: PI and YaRN with YaRN's ``beta_fast`` and ``beta_slow`` moved to the toy
+  (:func:`yarn_betas_rescaled`), at the toy's base.
+
+``--parts`` reruns some parts and keeps the others from the stored record. Writes:
 
 * ``benchmarks/LAB2_GRID.md``: the tables, the claims with their intervals, the seeds, the
   settings and the versions;
@@ -21,8 +30,8 @@ these, beside the stored main grid. Writes:
 * ``benchmarks/lab2_grid.png``: accuracy against fine-tune steps at 2L and 4L.
 
 ``--render`` only rewrites ``LAB2_GRID.md`` from the JSON. ``--quick`` runs two seeds and
-checkpoints up to 50 steps (a smoke test; it writes to a
-temporary directory, not into the repository).
+checkpoints up to 50 steps (a smoke test; it writes to a temporary directory, not into the
+repository).
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from course_utils.lab.extension import (  # noqa: E402
+    CLAIMS,
     METHOD_LABELS,
     claim_table,
     format_table,
@@ -63,12 +73,32 @@ TRAIN_LENGTH = 16
 # (b = 1e4 turning within 4096 tokens): log_b(L / 2 pi) equal for both (notebook 12).
 LLAMA2_SHARE = np.log(4096 / (2 * np.pi)) / np.log(1e4)
 TOY_BASE = float((TRAIN_LENGTH / (2 * np.pi)) ** (1 / LLAMA2_SHARE))
+SECOND_BASE = 1e4       # Llama 2's own base, unchanged: fewer of the toy's pairs turn within L
 SETTINGS = {"train_length": TRAIN_LENGTH, "multipliers": (2, 4), "steps": 1000, "batch": 16,
             "lr": 1e-2, "tune_batch": 8, "tune_lr": 1e-3, "tune_warmup": 10, "n_test": 128,
-            "scratch_batch": 8}
+            "scratch_batch": 8, "passkey": True}
+CEILING = {"scratch_steps": 1000, "ceiling_steps": (2000, 4000)}   # the ceiling and its curve
 LR_VARIANTS = (3e-4, 3e-3)
 SEEDS = tuple(range(10))
-VARIANT_SEEDS = tuple(range(5))  # the learning-rate variants: five seeds fit the time budget
+PARTS = ("main", "lr", "base", "beta")
+
+
+def yarn_betas_rescaled(head_dim, base, train_length):
+    """YaRN's ``beta_fast`` and ``beta_slow`` moved to the toy: the turns within ``L`` at the
+    pair indices where Llama 2's ramp starts and ends, as shares of its pairs.
+
+    In Llama 2 (d = 128, b = 1e4, L = 4096) the ramp of transformers' ``_compute_yarn_parameters``
+    runs between ``dim(32) = 20.9`` and ``dim(1) = 45.0`` of 64 pairs, with
+    ``dim(rho) = d ln(L / 2 pi rho) / (2 ln b)`` (Peng et al. 2023, eq. (17)). At the same
+    shares of the toy's pairs, ``rho = (L / 2 pi) b^(-2 dim / d)`` gives the betas.
+    """
+    def dim(rho, d, b, length):
+        return d * np.log(length / (2 * np.pi * rho)) / (2 * np.log(b))
+
+    shares = [dim(rho, 128, 1e4, 4096) / 64 for rho in (32.0, 1.0)]
+    return tuple(float(train_length / (2 * np.pi) * base ** (-2 * share * (head_dim // 2)
+                                                               / head_dim))
+                 for share in shares)
 
 
 def _table(run, split):
@@ -83,10 +113,17 @@ def _table(run, split):
     return format_table(headers, rows, markdown=True)
 
 
-def _claims(run):
-    lines = ["| claim (A - B > 0), far split | mean | 95 % interval | verdict |",
+def _claim_rows(run, split):
+    """The claims a split can judge: on the passkey the position-blind reader is always right,
+    so the claims against it are left out."""
+    return [row for row in claim_table(run, split)
+            if not (split == "passkey" and "blind" in row[0])]
+
+
+def _claims(run, split="far"):
+    lines = [f"| claim (A - B > 0), {split} | mean | 95 % interval | verdict |",
              "|---|---|---|---|"]
-    for name, mean, low, high, word in claim_table(run, "far"):
+    for name, mean, low, high, word in _claim_rows(run, split):
         lines.append(f"| {name} | {mean:+.3f} | [{low:+.3f}, {high:+.3f}] | {word} |")
     return "\n".join(lines)
 
@@ -111,6 +148,63 @@ def _steps(run):
     return "\n".join(lines)
 
 
+def _needle(run):
+    """The passkey's answer: the largest weight a head of each layer puts on it, mean over seeds
+    (worst-best seed), with no fine-tune and after the longest one."""
+    att = np.array(run["needle_attention"]["per_seed"])   # (methods, mult, ckpt, layer, seed)
+    last = len(run["checkpoints"]) - 1
+    cols = [(k, c, layer) for layer in range(att.shape[3]) for k in range(att.shape[1])
+            for c in (0, last)]
+    headers = ["method"] + [f"layer {layer + 1}, {run['multipliers'][k]}L "
+                            f"{run['checkpoints'][c]}" for k, c, layer in cols]
+    rows = [[METHOD_LABELS[m]] + [_cell(att[a, k, c, layer]) for k, c, layer in cols]
+            for a, m in enumerate(run["methods"])]
+    if "scratch_needle_attention" in run:
+        sc = np.array(run["scratch_needle_attention"]["per_seed"])   # (mult, layer, seed)
+        rows.append([METHOD_LABELS["scratch"]] + [_cell(sc[k, layer]) for k, c, layer in cols])
+    return format_table(headers, rows, markdown=True)
+
+
+def _cell(values):
+    values = np.asarray(values, dtype=float)
+    return f"{values.mean():.2f} ({values.min():.2f}-{values.max():.2f})"
+
+
+def _ceiling(run):
+    curve = run.get("ceiling_curve", {})
+    lines = ["| training steps at 4L | far split at 4L | passkey at 4L |", "|---|---|---|"]
+    for steps, acc in sorted(curve.items(), key=lambda item: int(item[0])):
+        lines.append(f"| {steps} | {_cell(acc['far'])} | {_cell(acc['passkey'])} |")
+    return "\n".join(lines)
+
+
+def runs_of(record):
+    """``{label: run}``: the main grid and every variant, in the order of the tables."""
+    out = {f"main (base {record['toy_base']:.2f}, lr {record['main']['settings']['tune_lr']:g})":
+           record["main"]}
+    for lr, run in record.get("lr_variants", {}).items():
+        out[f"lr {float(lr):g}"] = run
+    for base, run in record.get("bases", {}).items():
+        out[f"base {float(base):g}"] = run
+    if "yarn_beta" in record:
+        out["YaRN beta rescaled"] = record["yarn_beta"]["run"]
+    return out
+
+
+def _verdicts(record, split):
+    """One row per claim, one column per run: the verdict and the mean difference."""
+    runs = runs_of(record)
+    tables = {label: {row[0]: row for row in _claim_rows(run, split)}
+              for label, run in runs.items()}
+    names = [c[0] for c in CLAIMS if any(c[0] in t for t in tables.values())]
+    lines = [f"| claim, {split} | " + " | ".join(runs) + " |", "|---" * (len(runs) + 1) + "|"]
+    for name in names:
+        cells = [f"{t[name][4]} ({t[name][1]:+.2f})" if name in t else "-"
+                 for t in tables.values()]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def render(record, *, workers=None):
     """``LAB2_GRID.md`` from the JSON record (so the two never disagree)."""
     main = record["main"]
@@ -121,12 +215,15 @@ def render(record, *, workers=None):
         "Written by `python tools/lab2_grid.py` (`make lab2-grid`; notebook 12 reads this record",
         "and runs a three-seed core of it). Scored: the labelled positions at or beyond the",
         f"training length L = {s['train_length']}, split by the distance from the query to the "
-        "latest earlier copy of its key: `near` (< L, distances met in training) and `far` (>= L).",
+        "latest earlier copy of its key: `near` (< L, distances met in training) and `far` (>= L);",
+        "and `passkey`, a second test where each sequence has one query whose key occurs once "
+        "before, L or more tokens back (`far_recall_batch`).",
         "Cells: mean over seeds (worst-best seed); column `4L 25`: at 4L after 25 fine-tune steps.",
         "Every method of a seed fine-tunes on the same data (paired). Baselines, exact",
         "expectations on the same test sequences: *position-blind* outputs the value after a",
         "uniformly random earlier copy of the key; *window < L* is right whenever the key's latest",
-        "copy lies less than L back and guesses (chance) otherwise.",
+        "copy lies less than L back and guesses (chance) otherwise. On the passkey the",
+        "position-blind reader is always right (one earlier copy) and the window always guesses.",
         "",
         f"- command: `{record.get('command', 'python tools/lab2_grid.py')}`",
         f"- task: `{task['name']}` {task['settings']}",
@@ -135,8 +232,9 @@ def render(record, *, workers=None):
         f"lr {s['lr']}",
         f"- fine-tune: batch {s['tune_batch']}, lr {s['tune_lr']} (constant after "
         f"{s['tune_warmup']} warm-up steps), checkpoints {main['checkpoints']}",
-        f"- from scratch: at {max(s['multipliers']) * s['train_length']} tokens, {s['steps']} "
-        f"steps of {s['scratch_batch']} sequences",
+        f"- trained at the long length (the ceiling): {max(s['multipliers']) * s['train_length']} "
+        f"tokens, {s.get('scratch_steps', s['steps'])} steps of {s['scratch_batch']} sequences, "
+        f"lr {s.get('scratch_lr', s['lr'])}",
         f"- test: {s['n_test']} sequences per length, the same for every model and seed",
         "- intervals: paired percentile bootstrap over seeds, 10 000 resamples, 95 %; a verdict",
         "  is *agrees* when the interval lies above 0, *disagrees* below, *unclear* otherwise",
@@ -144,6 +242,16 @@ def render(record, *, workers=None):
         f"{record['seconds']} s" + (f" with {workers} workers" if workers else ""),
         "",
         record.get("note", ""),
+        "",
+        "## Every verdict, far split",
+        "",
+        "Mean difference in brackets; runs: " + ", ".join(runs_of(record)) + ".",
+        "",
+        _verdicts(record, "far"),
+        "",
+        "## Every verdict, passkey",
+        "",
+        _verdicts(record, "passkey"),
         "",
         f"## Claims, far split (fine-tune lr {s['tune_lr']:g})",
         "",
@@ -158,28 +266,49 @@ def render(record, *, workers=None):
         "",
         _steps(main),
         "",
+        "## The ceiling: trained at 4L from scratch, by training steps",
+        "",
+        _ceiling(main),
+        "",
+        "## Attention on the passkey's answer",
+        "",
+        "The weight the query puts on the answer token (the value after the only earlier copy",
+        "of its key), for the head of each layer that puts the most there: mean over seeds",
+        "(worst-best seed), with no fine-tune and after the longest.",
+        "",
+        _needle(main),
+        "",
     ]
-    for split in ("far", "near", "all"):
-        lines += [f"## Accuracy, {split} split (fine-tune lr {s['tune_lr']:g})", "",
+    for split in ("far", "passkey", "near", "all"):
+        lines += [f"## Accuracy, {split} (fine-tune lr {s['tune_lr']:g})", "",
                   _table(main, split), ""]
-    for lr, run in record["lr_variants"].items():
-        lines += [f"## Fine-tune lr {float(lr):g}: claims, far split", "",
-                  f"Seeds {run['seeds']}; pre-training and test data as the main grid; "
-                  f"command `{record.get('variants_command', record.get('command'))}`"
-                  + (f", {record['variants_seconds']} s" if "variants_seconds" in record
-                     else "") + ".", "", _claims(run), "",
-                  f"## Fine-tune lr {float(lr):g}: steps to the position-blind reader", "",
-                  _steps(run), "",
-                  f"## Fine-tune lr {float(lr):g}: accuracy, far split", "",
-                  _table(run, "far"), ""]
+    for label, run in list(runs_of(record).items())[1:]:
+        lines += [f"## {label}: claims", "",
+                  f"Seeds {run['seeds']}; methods {', '.join(run['methods'])}; settings "
+                  f"{_differs(main, run)}.", "", _claims(run), "", _claims(run, "passkey"), "",
+                  f"## {label}: accuracy, far split", "", _table(run, "far"), "",
+                  f"## {label}: accuracy, passkey", "", _table(run, "passkey"), ""]
+        if "yarn" in run["methods"] and "pi" in run["methods"]:
+            lines += [f"## {label}: steps to the position-blind reader", "", _steps(run), ""]
     lines += ["![accuracy against fine-tune steps](lab2_grid.png)", "",
               "Methods: " + ", ".join(METHOD_LABELS[m] for m in main["methods"]) + "."]
     return "\n".join(lines) + "\n"
 
 
-def _write(out_dir, record, main_run, seeds, workers):
+def _differs(main, run):
+    keys = ("tune_lr", "rope_base", "yarn_params", "scratch")
+    diff = {k: run["settings"].get(k) for k in keys
+            if run["settings"].get(k) != main["settings"].get(k)}
+    return "as the main grid but " + ", ".join(f"{k} = {v}" for k, v in diff.items())
+
+
+def _write(out_dir, record):
     json_path = RECORD if out_dir == ROOT / "benchmarks" else out_dir / "lab2_grid.json"
     json_path.write_text(json.dumps(record, indent=1) + "\n")
+    (out_dir / "LAB2_GRID.md").write_text(render(record))
+
+
+def _plot(out_dir, main_run, seeds):
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     plot_vs_steps(main_run, axes=axes, split="far")
     fig.suptitle(f"recall_latest, far split (answer >= L back), RoPE base {TOY_BASE:.2f}, "
@@ -187,7 +316,6 @@ def _write(out_dir, record, main_run, seeds, workers):
     fig.tight_layout()
     fig.savefig(out_dir / "lab2_grid.png", dpi=110)
     plt.close(fig)
-    (out_dir / "LAB2_GRID.md").write_text(render(record, workers=workers))
 
 
 def main(argv=None):
@@ -196,10 +324,8 @@ def main(argv=None):
     parser.add_argument("--lr-variants", type=float, nargs="*", default=list(LR_VARIANTS))
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--add-variants", action="store_true",
-                        help="keep the stored main grid; run only the learning-rate variants")
-    parser.add_argument("--variant-seeds", type=int, nargs="+", default=None,
-                        help="seeds of the learning-rate variants (default: 0 1 2 3 4)")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="run only these parts and keep the others from the stored record")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite LAB2_GRID.md from the stored lab2_grid.json")
     args = parser.parse_args(argv)
@@ -214,38 +340,42 @@ def main(argv=None):
     config = ModelConfig(scheme="rope", vocab_size=task.vocab_size, rope_base=TOY_BASE)
     command = "python tools/lab2_grid.py " + " ".join(argv if argv is not None else sys.argv[1:])
     start = time.perf_counter()
-    variant_seeds = tuple(args.variant_seeds or (seeds if args.quick else VARIANT_SEEDS))
-    if args.add_variants:
-        path = RECORD
-        record = json.loads(path.read_text())
-        record["variants_command"] = command.strip()
-        for lr in args.lr_variants:
-            run = run_context_extension(task, config, seeds=variant_seeds,
-                                        checkpoints=checkpoints, workers=args.workers,
-                                        scratch=False, **(SETTINGS | {"tune_lr": lr}))
-            record["lr_variants"][str(lr)] = summarise(run)
-            record["variants_seconds"] = round(time.perf_counter() - start)
-            path.write_text(json.dumps(record, indent=1) + "\n")
-            (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
-        print(f"added {args.lr_variants} ({record['variants_seconds']} s)")
-        return 0
-    main_run = run_context_extension(task, config, seeds=seeds, checkpoints=checkpoints,
-                                     workers=args.workers, **SETTINGS)
-    record = {"command": command.strip(), "task": {"name": task.name,
-                                                   "settings": dict(task.settings)},
-              "toy_base": TOY_BASE, "main": summarise(main_run), "lr_variants": {},
-              "versions": main_run.settings["versions"],
-              "seconds": round(time.perf_counter() - start),
-              "note": (f"The learning-rate variants run on seeds {list(variant_seeds)}, with no "
-                       "model trained at 4L, so that they fit in the time budget.")}
-    _write(out_dir, record, main_run, seeds, args.workers)   # the main grid first
-    for lr in args.lr_variants:
-        run = run_context_extension(task, config, seeds=variant_seeds, checkpoints=checkpoints,
-                                    workers=args.workers, scratch=False,
-                                    **(SETTINGS | {"tune_lr": lr}))
-        record["lr_variants"][str(lr)] = summarise(run)
+    keep = set(PARTS) - set(args.parts)
+    record = json.loads(RECORD.read_text()) if keep and not args.quick else {}
+    record |= {"command": command.strip(), "task": {"name": task.name,
+                                                    "settings": dict(task.settings)},
+               "toy_base": TOY_BASE, "lr_variants": record.get("lr_variants", {}),
+               "bases": record.get("bases", {})}
+    ceiling = CEILING if not args.quick else {"scratch_steps": 200, "ceiling_steps": (100,)}
+
+    def run(**changes):
+        return run_context_extension(task, changes.pop("config", config), seeds=seeds,
+                                     checkpoints=checkpoints, workers=args.workers,
+                                     **(SETTINGS | changes))
+
+    def save(key, value):
+        record[key] = value
         record["seconds"] = round(time.perf_counter() - start)
-        _write(out_dir, record, main_run, seeds, args.workers)
+        _write(out_dir, record)
+
+    if "main" in args.parts:
+        main_run = run(**ceiling)
+        record["versions"] = main_run.settings["versions"]
+        _plot(out_dir, main_run, seeds)
+        save("main", summarise(main_run))
+    if "lr" in args.parts:
+        record["lr_variants"] = {}
+        for lr in args.lr_variants:
+            record["lr_variants"][str(lr)] = summarise(run(tune_lr=lr, scratch=False))
+            save("lr_variants", record["lr_variants"])
+    if "base" in args.parts:
+        second = ModelConfig(scheme="rope", vocab_size=task.vocab_size, rope_base=SECOND_BASE)
+        save("bases", {str(SECOND_BASE): summarise(run(config=second, scratch=False))})
+    if "beta" in args.parts:
+        fast, slow = yarn_betas_rescaled(config.head_dim, TOY_BASE, TRAIN_LENGTH)
+        beta_run = run(methods=("pi", "yarn", "yarn_no_t"), scratch=False,
+                       yarn_params=(("beta_fast", fast), ("beta_slow", slow)))
+        save("yarn_beta", {"beta_fast": fast, "beta_slow": slow, "run": summarise(beta_run)})
     print(f"wrote {out_dir / 'LAB2_GRID.md'} ({record['seconds']} s)")
     return 0
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..rope import rope_inv_freq
 from ..scaling import rope_scaling, rotations_in_context, yarn_paper_ramp
-from . import answer_of
+from . import answer_of, grade
 from ._dtypes import as_float64, grade_by_precision, is_low_precision
 
 __all__ = ["check_yarn_untouched", "check_angle_overshoot"]
@@ -163,3 +163,99 @@ def check_angle_overshoot(func):
 
     return grade_by_precision("Exercise 12.2: how far past the trained angles", compute, expected,
                               hints=hints, tol32=(1e-5, 1e-5))
+
+
+# Exercise 12.3: the claim the experiment tests, "YaRN before PI (4L, 50 steps)", and the
+# learning rates it may use (the grid's three and everything between).
+_VARIANT = {"methods": ("pi", "yarn"), "multiplier": 4, "steps": 50, "lr": (1e-4, 1e-2)}
+_VERDICT_CODES = {"agrees": 1.0, "unclear": 0.0, "disagrees": -1.0}
+
+
+def _variant_accuracy(core, method, lr):
+    """Far and all-split accuracy of each stored pre-trained model of ``core`` after
+    ``_VARIANT["steps"]`` fine-tune steps at ``lr``, on the core run's fine-tune data."""
+    from ..lab.extension import evaluate_by_distance, method_config
+    from ..lab.train import fine_tune
+
+    m, steps = _VARIANT["multiplier"], _VARIANT["steps"]
+    length, k = m * core.train_length, core.multipliers.index(m)
+    far, every = [], []
+    for seed, (config, params) in zip(core.seeds, core.base_models, strict=True):
+        tuned = method_config(config, method, m, core.train_length)
+        snapshots, _ = fine_tune(params, tuned, core.task, length=length, checkpoints=(steps,),
+                                 batch=8, lr=lr, warmup=10, seed=1000 * seed + 10 * k)
+        _, _, _, hits, total = evaluate_by_distance(snapshots[steps], tuned, core.task, length,
+                                                    from_position=core.train_length,
+                                                    n_sequences=128)
+        far.append(hits[core.train_length:].sum() / total[core.train_length:].sum())
+        every.append(hits.sum() / total.sum())
+    return np.array(far), np.array(every)
+
+
+def check_variant_experiment(func, core, *, lr, verdict):
+    """Exercise 12.3: ``func(core, method, lr)`` returns, for each pre-trained model of ``core``
+    (``core.base_models``), the far-split accuracy at 4L after 50 fine-tune steps at ``lr`` with
+    ``method`` (``"pi"`` or ``"yarn"``), on the core run's fine-tune data; ``verdict`` is the
+    learner's reading of "YaRN before PI (4L, 50 steps)" from those numbers: ``"agrees"``,
+    ``"disagrees"`` or ``"unclear"``.
+
+    Expected: the same fine-tunes run here through the lab's functions, and the verdict of the
+    paired percentile bootstrap interval of YaRN - PI over the seeds
+    (:func:`course_utils.lab.extension.paired_bootstrap`), computed from the learner's numbers.
+    """
+    from ..lab.extension import ContextExtension, paired_bootstrap
+    from ..lab.extension import verdict as verdict_of
+
+    name = "Exercise 12.3: an experiment and its verdict"
+    if not isinstance(core, ContextExtension) or _VARIANT["multiplier"] not in core.multipliers:
+        raise TypeError("core must be the ContextExtension notebook 12 reads (with 4L)")
+    low, high = _VARIANT["lr"]
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not low <= lr <= high:
+        raise ValueError(f"lr must be a learning rate in [{low:g}, {high:g}], got {lr!r:.60}")
+    if verdict is not ... and verdict not in _VERDICT_CODES:
+        raise ValueError(f"verdict must be one of {tuple(_VERDICT_CODES)}, got {verdict!r:.60}")
+
+    def learner():
+        if verdict is ...:
+            answer_of(...)           # not attempted
+        numbers = {m: as_float64(answer_of(func, core, m, lr)) for m in _VARIANT["methods"]}
+        for m, values in numbers.items():
+            if values.shape != (len(core.seeds),):
+                raise ValueError(f"func(core, {m!r}, lr) must return one accuracy per seed, "
+                                 f"shape ({len(core.seeds)},), got {values.shape}")
+        return numbers
+
+    try:
+        numbers = learner()
+    except Exception:                # NOT ATTEMPTED, or the learner's error, as grade says them
+        return grade(name, learner, np.zeros(1))
+
+    def code(pi, yarn):
+        _, lo, hi = paired_bootstrap(np.asarray(yarn) - np.asarray(pi))
+        return _VERDICT_CODES[verdict_of(lo, hi)]
+
+    def vector(pi, yarn, word_code):
+        return np.concatenate([pi, yarn, [word_code]])
+
+    expected = {m: _variant_accuracy(core, m, lr) for m in _VARIANT["methods"]}
+    right = vector(expected["pi"][0], expected["yarn"][0], code(expected["pi"][0],
+                                                                expected["yarn"][0]))
+    hints = [(vector(expected["pi"][0], expected["yarn"][0], c),
+              "your accuracies are right, but the verdict is not what their paired interval "
+              "says: take paired_bootstrap of YaRN - PI per seed, then verdict(low, high)")
+             for c in _VERDICT_CODES.values() if c != right[-1]]
+    hints.append((vector(expected["pi"][1], expected["yarn"][1], code(expected["pi"][1],
+                                                                      expected["yarn"][1])),
+                  "that is the accuracy over every scored query; count only the far ones "
+                  "(answer train_length or more tokens back: the fourth output of "
+                  "evaluate_by_distance, from index train_length on)"))
+    diff = numbers["yarn"] - numbers["pi"]
+    _, lo, hi = paired_bootstrap(diff)
+    print(f"your numbers, YaRN - PI per seed: {np.round(diff, 3).tolist()}\n"
+          f"their interval: [{lo:+.3f}, {hi:+.3f}] over {len(core.seeds)} seeds, "
+          f"{verdict_of(lo, hi)}")
+    return grade(name, lambda: vector(numbers["pi"], numbers["yarn"], _VERDICT_CODES[verdict]),
+                 right, hints=hints, rtol=0, atol=1e-12)
+
+
+__all__ += ["check_variant_experiment"]

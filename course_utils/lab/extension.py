@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _validate as val
 from .model import ModelConfig, RopeScaling, cross_entropy, forward
-from .tasks import Task
+from .tasks import Task, far_recall_batch
 from .train import (
     _interactive_progress,
     _json_equal,
@@ -121,6 +121,14 @@ class ContextExtension:
     scratch_correct_dist : int array ``(multipliers, seeds, longest length)``
     baseline_dist : dict ``{"blind" | "window": float array (multipliers, longest length)}``:
         expected correct predictions of the baselines by distance (:func:`baselines_by_distance`).
+    passkey : dict or None
+        With ``passkey=True``, :func:`evaluate_passkey` for every model: ``"correct"``
+        ``(methods, multipliers, checkpoints, seeds)``, ``"total"`` ``(multipliers,)``,
+        ``"needle"`` ``(methods, multipliers, checkpoints, seeds, layers, heads)``, the
+        baselines' expected hits ``"blind"`` and ``"window"`` ``(multipliers,)``, and the
+        ceiling's ``"scratch_correct"`` ``(multipliers, seeds)`` and ``"scratch_needle"``.
+    ceiling_curve : dict ``{steps: (far accuracy, passkey accuracy)}``, arrays ``(seeds,)`` at
+        the longest length, for the models of ``ceiling_steps``.
     """
 
     task: Task
@@ -142,6 +150,8 @@ class ContextExtension:
     total_dist: np.ndarray = field(default=None, repr=False)
     scratch_correct_dist: np.ndarray = field(default=None, repr=False)
     baseline_dist: dict = field(default=None, repr=False)
+    passkey: dict = field(default=None, repr=False)
+    ceiling_curve: dict = field(default=None, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.task, Task):
@@ -411,6 +421,56 @@ def baselines_by_distance(task, length, *, from_position, window, n_sequences=64
     return out
 
 
+PASSKEY_SEED = 4321
+"""Seed of the passkey test sequences (:func:`evaluate_passkey`), apart from the recall test's."""
+
+
+def evaluate_passkey(params, config, task, length, *, min_distance, n_sequences=128,
+                     seed=PASSKEY_SEED, batch=32):
+    """Accuracy on :func:`~course_utils.lab.tasks.far_recall_batch` (one query per sequence,
+    its answer ``min_distance`` or more tokens back) and the attention the query pays to the
+    answer.
+
+    The answer is the value token after the needle, the only earlier copy of the query's key,
+    at ``q - d + 1`` for the query at ``q`` and the distance ``d`` of :func:`answer_distance`.
+    ``needle`` is the attention weight from the query to that token, averaged over the
+    sequences, for every layer and head: near 1 in a head that reads the needle, near
+    ``1 / (q + 1)`` in one that spreads its attention evenly.
+
+    Returns
+    -------
+    hits, total : int; needle : float array ``(n_layers, n_heads)``;
+    blind, window : float, the expected hits of the baselines of :func:`baselines_by_distance`:
+    the needle is the only earlier copy, so the position-blind reader is always right, and a
+    reader of fewer than ``min_distance`` tokens never sees it and guesses
+    """
+    if not isinstance(task, Task) or task.name != "recall_latest" \
+            or not isinstance(config, ModelConfig):
+        raise TypeError("task must be make_task('recall_latest', ...) and config a ModelConfig")
+    length = val.positive_int(length, "length")
+    n_sequences = val.positive_int(n_sequences, "n_sequences")
+    batch = val.positive_int(batch, "batch")
+    min_distance = val.positive_int(min_distance, "min_distance")
+    settings = dict(task.settings)
+    rng = np.random.default_rng(val.positive_int(seed, "seed", allow_zero=True))
+    hits, needle, blind, window = 0, 0.0, 0.0, 0.0
+    with _one_blas_thread():
+        for start in range(0, n_sequences, batch):
+            tokens, labels, mask = far_recall_batch(
+                rng, min(batch, n_sequences - start), length, min_distance=min_distance,
+                n_keys=settings["n_keys"], n_values=settings["n_values"])
+            logits, cache = forward(params, tokens, config)
+            rows, query = np.nonzero(mask)
+            hits += int((np.argmax(logits[rows, query], axis=-1) == labels[rows, query]).sum())
+            answer = query - answer_distance(task, tokens, mask)[rows, query] + 1
+            # (sequences, heads) per layer: advanced indices around a slice come first
+            needle = needle + np.stack([c["weights"][rows, :, query, answer].sum(axis=0)
+                                        for c in cache["layers"]])
+            blind += position_blind_expected(task, tokens, labels, mask).sum()
+            window += len(rows) * task.chance
+    return hits, n_sequences, needle / n_sequences, float(blind), float(window)
+
+
 def paired_bootstrap(diff, *, n_resamples=10_000, level=0.95, seed=0):
     """Mean of paired differences over seeds and its percentile bootstrap interval.
 
@@ -454,14 +514,20 @@ def _job(job):
     task, s = job["task"], job["settings"]
 
     def scored(params, config, n):
-        return evaluate_by_distance(params, config, task, n, from_position=s["train_length"],
+        out = evaluate_by_distance(params, config, task, n, from_position=s["train_length"],
+                                   n_sequences=s["n_test"])
+        if s["passkey"]:
+            out += evaluate_passkey(params, config, task, n, min_distance=s["train_length"],
                                     n_sequences=s["n_test"])
+        return out
 
     if kind in ("base", "scratch"):
         length = s["train_length"] * (1 if kind == "base" else max(s["multipliers"]))
-        params, _ = train(task, job["config"], steps=s["steps"],
+        params, _ = train(task, job["config"],
+                          steps=s["steps"] if kind == "base" else job.get("steps", s["scratch_steps"]),
                           batch=s["batch"] if kind == "base" else s["scratch_batch"], length=length,
-                          lr=s["lr"], seed=job["seed"], progress=False)
+                          lr=s["lr"] if kind == "base" else s["scratch_lr"], seed=job["seed"],
+                          progress=False)
         if kind == "base":
             return params, [evaluate_by_position(params, job["config"], task, length,
                                                  n_sequences=s["n_test"])], None
@@ -520,7 +586,8 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
                           methods=METHODS, checkpoints=(0, 25, 50, 100), seeds=(0, 1, 2),
                           steps=1000, batch=16, lr=1e-2, tune_batch=8, tune_lr=1e-3,
                           tune_warmup=10, n_test=128, yarn_params=(), scratch=True,
-                          scratch_batch=None, workers=None, progress=None):
+                          scratch_batch=None, scratch_steps=None, scratch_lr=None,
+                          ceiling_steps=(), passkey=False, workers=None, progress=None):
     """Pre-train at ``train_length``, extend with every method, fine-tune, and train a ceiling.
 
     Parameters
@@ -546,8 +613,15 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
         ``max(multipliers) * train_length`` with the pre-training's steps, batch and learning
         rate, evaluated at every multiplier (a causal model trained at a length is trained on
         every shorter prefix too).
-    scratch_batch : int or None
-        The ceiling's batch (``None``: ``batch``).
+    scratch_batch, scratch_steps, scratch_lr : int, int, float or None
+        The ceiling's batch, steps and peak learning rate (``None``: the pre-training's).
+    ceiling_steps : tuple of int
+        More models trained from scratch at the longest length, one per seed and step count
+        (the ceiling's batch and learning rate), each evaluated like the ceiling: its curve
+        against training steps shows whether the ceiling has flattened.
+    passkey : bool
+        Also evaluate every model on :func:`evaluate_passkey` (``min_distance`` = ``L``) at
+        every length and checkpoint: accuracy and the attention the query pays to the answer.
     workers : int or None
         Worker processes (``None``: one per CPU core).
     progress : bool or None
@@ -589,7 +663,16 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
                 "tune_warmup": val.positive_int(tune_warmup, "tune_warmup", allow_zero=True),
                 "n_test": val.positive_int(n_test, "n_test"), "yarn_params": tuple(yarn_params),
                 "seeds": seeds, "rope_base": config.rope_base,
-                "scratch_batch": val.positive_int(scratch_batch or batch, "scratch_batch")}
+                "scratch_batch": val.positive_int(scratch_batch or batch, "scratch_batch"),
+                "scratch_steps": val.positive_int(scratch_steps or steps, "scratch_steps"),
+                "scratch_lr": val.positive_float(scratch_lr or lr, "scratch_lr"),
+                "passkey": val.boolean(passkey, "passkey")}
+    if isinstance(ceiling_steps, (str, bytes)) or not isinstance(ceiling_steps, (list, tuple)):
+        raise TypeError(f"ceiling_steps must be a list or tuple, got {ceiling_steps!r:.60}")
+    ceiling_steps = tuple(val.positive_int(n, "ceiling_steps") for n in ceiling_steps)
+    if passkey and task.name != "recall_latest":
+        raise ValueError(f"passkey needs the recall_latest task, got {task.name!r}")
+    settings["ceiling_steps"] = ceiling_steps
     scratch = val.boolean(scratch, "scratch")
     progress = _interactive_progress() if progress is None else val.boolean(progress, "progress")
     first = [{"id": ("base", s), "kind": "base", "task": task, "config": config, "seed": s,
@@ -597,6 +680,10 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
     if scratch:
         first += [{"id": ("scratch", s), "kind": "scratch", "task": task, "config": config,
                    "seed": s, "settings": settings} for s in seeds]
+    # the longest first, so that they overlap the fine-tunes
+    first = [{"id": ("ceiling", s, n), "kind": "scratch", "task": task, "config": config,
+              "seed": s, "steps": n, "settings": settings}
+             for n in sorted(ceiling_steps, reverse=True) for s in seeds] + first
 
     def followers(job, result):
         return [{"id": ("tune", job["seed"], method, m), "kind": "tune", "task": task,
@@ -621,13 +708,23 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
     total = np.zeros((len(multipliers), longest), dtype=np.int64)
     total_dist = np.zeros((len(multipliers), longest), dtype=np.int64)
     loss = np.empty(shape)
+    n_layers, n_heads = config.n_layers, config.n_heads
+    pk = {"correct": np.zeros(shape, dtype=np.int64),
+          "total": np.zeros(len(multipliers), dtype=np.int64),
+          "needle": np.zeros(shape + (n_layers, n_heads)),
+          "blind": np.zeros(len(multipliers)), "window": np.zeros(len(multipliers)),
+          "scratch_correct": np.zeros((len(multipliers), len(seeds)), dtype=np.int64),
+          "scratch_needle": np.zeros((len(multipliers), len(seeds), n_layers, n_heads))}
     tune_losses = np.empty((len(methods), len(multipliers), len(seeds), checkpoints[-1]))
     for a, method in enumerate(methods):
         for k, m in enumerate(multipliers):
             for j, s in enumerate(seeds):
                 _, evals, curve = results[("tune", s, method, m)]
                 tune_losses[a, k, j] = curve
-                for c, (hits, labelled, test_loss, hits_d, labelled_d) in enumerate(evals):
+                for c, (hits, labelled, test_loss, hits_d, labelled_d, *key) in enumerate(evals):
+                    if key:
+                        pk["correct"][a, k, c, j], pk["total"][k], pk["needle"][a, k, c, j], \
+                            pk["blind"][k], pk["window"][k] = key
                     correct[a, k, c, j, :len(hits)] = hits
                     total[k, :len(labelled)] = labelled
                     correct_dist[a, k, c, j, :len(hits_d)] = hits_d
@@ -638,7 +735,9 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
     scratch_loss = np.full((len(multipliers), len(seeds)), np.nan)
     if scratch:
         for j, s in enumerate(seeds):
-            for k, (hits, _, test_loss, hits_d, _) in enumerate(results[("scratch", s)][1]):
+            for k, (hits, _, test_loss, hits_d, _, *key) in enumerate(results[("scratch", s)][1]):
+                if key:
+                    pk["scratch_correct"][k, j], _, pk["scratch_needle"][k, j] = key[:3]
                 scratch_correct[k, j, :len(hits)] = hits
                 scratch_correct_dist[k, j, :len(hits_d)] = hits_d
                 scratch_loss[k, j] = test_loss
@@ -650,6 +749,14 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
                                          window=train_length, n_sequences=settings["n_test"])
             for name in baseline_dist:
                 baseline_dist[name][k, :m * train_length] = base[name]
+    ceiling = {}      # {steps: (far-split accuracy at the longest length, passkey accuracy), per seed}
+    for n in ceiling_steps:
+        far = [], []
+        for s in seeds:
+            _, _, _, hits_d, labelled_d, *key = results[("ceiling", s, n)][1][-1]
+            far[0].append(hits_d[train_length:].sum() / labelled_d[train_length:].sum())
+            far[1].append(key[0] / key[1] if key else np.nan)
+        ceiling[n] = (np.array(far[0]), np.array(far[1]))
     base_accuracy = np.array([results[("base", s)][1][0][0].sum() / results[("base", s)][1][0][1].sum()
                               for s in seeds])
     base_models = tuple((config, results[("base", s)][0]) for s in seeds)
@@ -661,7 +768,8 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
                             base_accuracy=base_accuracy, base_models=base_models,
                             tune_losses=tune_losses, correct_dist=correct_dist,
                             total_dist=total_dist, scratch_correct_dist=scratch_correct_dist,
-                            baseline_dist=baseline_dist)
+                            baseline_dist=baseline_dist, passkey=pk if passkey else None,
+                            ceiling_curve=ceiling or None)
 
 
 SHORT_LABELS = {"rope": "RoPE", "pi": "PI", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
@@ -867,7 +975,10 @@ split. ``A`` and ``B`` are ``(who, multiplier, fine-tune steps)``, ``who`` a met
 
 def summarise(result):
     """A :class:`ContextExtension` as plain lists (for JSON): per-seed accuracy on every split of
-    :data:`SPLITS`, the from-scratch model's, the baselines', losses and settings."""
+    :data:`SPLITS` (and ``"passkey"``, :func:`evaluate_passkey`, when the run has it), the
+    from-scratch model's, the baselines', losses and settings. ``needle_attention``:
+    ``(methods, multipliers, checkpoints, layers, seeds)``, each layer's largest head weight on
+    the passkey's answer; ``ceiling_curve``: ``{steps: {"far", "passkey": per seed}}``."""
     if not isinstance(result, ContextExtension):
         raise TypeError(f"result must be a ContextExtension, got {type(result).__name__}")
 
@@ -888,6 +999,22 @@ def summarise(result):
     if result.settings["scratch"]:
         out["scratch_accuracy"] = {split: stats(result.scratch_split_accuracy(split))
                                    for split in SPLITS}
+    pk = result.passkey
+    if pk is not None:       # the passkey task, scored like a split
+        total = pk["total"].astype(float)
+        out["accuracy"]["passkey"] = stats(pk["correct"] / total[None, :, None, None])
+        for name in ("blind", "window"):
+            out["baselines"][name]["passkey"] = np.round(pk[name] / total, 4).tolist()
+        # the head of each layer that pays the answer the most attention, per seed
+        out["needle_attention"] = stats(pk["needle"].max(axis=-1).transpose(0, 1, 2, 4, 3))
+        if result.settings["scratch"]:
+            out["scratch_accuracy"]["passkey"] = stats(pk["scratch_correct"] / total[:, None])
+            out["scratch_needle_attention"] = stats(
+                pk["scratch_needle"].max(axis=-1).transpose(0, 2, 1))
+    if result.ceiling_curve:
+        out["ceiling_curve"] = {str(n): {"far": np.round(far, 4).tolist(),
+                                         "passkey": np.round(key, 4).tolist()}
+                                for n, (far, key) in sorted(result.ceiling_curve.items())}
     return out
 
 
@@ -904,7 +1031,7 @@ def cell_values(run, who, multiplier, steps, split="far"):
     :func:`summarise` record (``"scratch"``: the model trained long; ``"blind"``, ``"window"``:
     the baselines, the same on every seed)."""
     run = _record(run)
-    split = val.choice(split, "split", SPLITS)
+    split = val.choice(split, "split", tuple(run["accuracy"]))
     if not isinstance(who, str):
         raise TypeError(f"who must be a method name, 'scratch', 'blind' or 'window', got "
                         f"{who!r:.60}")
@@ -1032,6 +1159,9 @@ def write_extension(path, run, settings, *, meta=None):
                         f"{type(settings).__name__}")
     if meta is not None and not isinstance(meta, dict):
         raise TypeError(f"meta must be a dict or None, got {meta!r:.60}")
+    if run.passkey is not None or run.ceiling_curve:
+        raise ValueError("run must have no passkey scores and no ceiling curve: write_extension "
+                         "stores the core run; store the grid's with summarise")
     record = dict(meta or {}) | {
         "settings": _settings_record(run.task, settings),
         "config": _config_record(run.base_models[0][0]),

@@ -1,0 +1,118 @@
+"""The passkey test of the context-extension lab, the long-trained ceiling and YaRN's betas moved
+to the toy: against loops over single sequences, transformers' ramp and Llama 2's own values."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+from course_utils.lab.extension import (
+    PASSKEY_SEED,
+    claim_table,
+    evaluate_passkey,
+    method_config,
+    run_context_extension,
+    summarise,
+)
+from course_utils.lab.model import ModelConfig, forward, init_params
+from course_utils.lab.tasks import far_recall_batch, make_task
+from course_utils.rope import rope_inv_freq
+from course_utils.scaling import rope_scaling
+
+TASK = make_task("recall_latest", n_keys=4, n_values=8)
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _grid_tool():
+    spec = importlib.util.spec_from_file_location("lab2_grid", ROOT / "tools" / "lab2_grid.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _config(base=3.8):
+    return ModelConfig(scheme="rope", vocab_size=TASK.vocab_size, d_model=16, n_heads=2,
+                       d_mlp=16, rope_base=base)
+
+
+def _passkey_by_loops(params, config, length, n_sequences, batch):
+    # One sequence at a time: find the only earlier copy of the last key by scanning, read the
+    # model's answer there, and the weight each head puts on the token after that copy.
+    rng = np.random.default_rng(PASSKEY_SEED)
+    hits, needle = 0, np.zeros((config.n_layers, config.n_heads))
+    for start in range(0, n_sequences, batch):
+        tokens, labels, mask = far_recall_batch(rng, min(batch, n_sequences - start), length,
+                                                min_distance=16)
+        for seq, lab, m in zip(tokens, labels, mask, strict=True):
+            q = int(np.flatnonzero(m)[0])
+            copy = [p for p in range(1, q, 2) if seq[p] == seq[q]][0]
+            logits, cache = forward(params, seq[None, :], config)
+            hits += int(np.argmax(logits[0, q]) == lab[q])
+            for layer, c in enumerate(cache["layers"]):
+                needle[layer] += c["weights"][0, :, q, copy + 1]
+    return hits, needle / n_sequences
+
+
+@pytest.mark.parametrize("length", [32, 48])
+def test_passkey_accuracy_and_attention_match_a_loop(length):
+    config = _config()
+    params = init_params(config, 5)
+    stretched = method_config(config, "yarn", 2, 16)      # a temperature and stretched angles
+    for cfg in (config, stretched):
+        hits, total, needle, blind, window = evaluate_passkey(params, cfg, TASK, length,
+                                                              min_distance=16, n_sequences=20,
+                                                              batch=8)
+        want_hits, want_needle = _passkey_by_loops(params, cfg, length, 20, 8)
+        assert (hits, total) == (want_hits, 20)
+        np.testing.assert_allclose(needle, want_needle, rtol=1e-12)
+        assert blind == 20.0 and window == pytest.approx(20 * TASK.chance)
+
+
+def test_passkey_refuses_other_tasks_and_bad_distances():
+    params = init_params(_config(), 0)
+    with pytest.raises(TypeError, match="recall_latest"):
+        evaluate_passkey(params, _config(), make_task("recall"), 32, min_distance=16)
+    with pytest.raises(ValueError, match="min_distance"):
+        evaluate_passkey(params, _config(), TASK, 32, min_distance=40)
+
+
+def test_run_with_passkey_and_a_ceiling_curve():
+    kwargs = dict(train_length=16, multipliers=(2, 4), checkpoints=(0, 2), seeds=(0, 1),
+                  steps=4, n_test=8, progress=False, workers=1, methods=("rope", "pi"))
+    run = run_context_extension(TASK, _config(), passkey=True, scratch_steps=3, scratch_lr=3e-3,
+                                ceiling_steps=(2, 5), **kwargs)
+    assert run.passkey["correct"].shape == (2, 2, 2, 2) and (run.passkey["total"] == 8).all()
+    assert run.passkey["needle"].shape == (2, 2, 2, 2, 2, 2)
+    assert set(run.ceiling_curve) == {2, 5}
+    record = summarise(run)
+    assert set(record["accuracy"]) == {"all", "near", "far", "passkey"}
+    assert record["baselines"]["blind"]["passkey"] == [1.0, 1.0]
+    # the passkey scores one query per sequence: its accuracy is a count over 8
+    acc = np.array(record["accuracy"]["passkey"]["per_seed"])
+    np.testing.assert_allclose(acc * 8, np.round(acc * 8), atol=1e-3)
+    # the first model of the ceiling curve with the ceiling's own steps is the ceiling
+    same = run_context_extension(TASK, _config(), passkey=True, scratch_steps=5,
+                                 scratch_lr=3e-3, **kwargs)
+    np.testing.assert_allclose(run.ceiling_curve[5][1],
+                               summarise(same)["scratch_accuracy"]["passkey"]["per_seed"][1],
+                               atol=1e-4)
+    names = [row[0] for row in claim_table(record, "passkey", n_resamples=100)]
+    assert "extrapolation fails (4L, 0 steps)" in names
+
+
+def test_yarn_betas_moved_to_the_toy():
+    grid = _grid_tool()
+    # Llama 2's own values come back: the shares are taken from it
+    np.testing.assert_allclose(grid.yarn_betas_rescaled(128, 1e4, 4096), (32.0, 1.0), rtol=1e-12)
+    fast, slow = grid.yarn_betas_rescaled(8, grid.TOY_BASE, 16)
+    # the toy's base turns Llama 2's share of the exponent range within L, so beta_slow stays 1
+    assert slow == pytest.approx(1.0, rel=1e-12) and 1.0 < fast < 16 / (2 * np.pi)
+    # transformers' ramp then runs from pair floor(1.31) = 1 to ceil(2.81) = 3 of the four
+    scaled, _ = rope_scaling("yarn", 8, base=grid.TOY_BASE, factor=4.0,
+                             original_max_position_embeddings=16, beta_fast=fast, beta_slow=slow)
+    theta = rope_inv_freq(8, base=grid.TOY_BASE)
+    gamma = (scaled - theta / 4) / (theta - theta / 4)
+    np.testing.assert_allclose(gamma, [1.0, 1.0, 0.5, 0.0], atol=1e-12)
