@@ -169,12 +169,25 @@ class Explorer:
 
 
 def _png(fig) -> bytes:
-    """``fig`` as a 64-colour PNG, identical on every run."""
+    """``fig`` as a 64-colour PNG, identical on every run.
+
+    The figure is laid out (constrained layout) and drawn once, at the saving resolution, straight
+    into an RGBA buffer: ``savefig`` would draw it twice (once to lay it out, once to render) and
+    then encode a full-colour PNG only for it to be decoded again before the colours are reduced.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from PIL import Image
 
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=_DPI, facecolor="white", metadata={"Software": None})
-    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    fig.set_dpi(_DPI)
+    fig.set_facecolor("white")
+    canvas = FigureCanvasAgg(fig)
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+        fig.set_layout_engine("none")
+    canvas.draw()
+    image = Image.frombuffer("RGBA", canvas.get_width_height(physical=True),
+                             canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
     out = io.BytesIO()
     image.quantize(colors=_COLOURS, method=Image.Quantize.MEDIANCUT).save(out, format="PNG",
                                                                            optimize=True)
