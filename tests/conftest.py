@@ -63,10 +63,23 @@ def stdout_went_to_devnull(stream) -> bool:
 
 # The longest modules and notebooks first: pytest-xdist's loadscope hands out whole modules in
 # the order collected, so a long one that starts last leaves the other processes idle at the end.
-# (Measured with `pytest --durations`: the site in a browser, chapter 13, the fresh-venv launch.)
-LONGEST_FIRST = ("tests/test_site_browser.py", "notebooks/13_released_model.ipynb",
-                 "tests/test_launch.py", "tests/test_fuzz.py", "tests/test_library_records.py",
-                 "tests/test_real_model.py")
+# (Measured with `pytest --durations`, in wall time under `make test`: the site in a browser, the
+# fuzzing, chapter 13, the fresh-venv launch, the explain command, the moving figures, ...)
+LONGEST_FIRST = ("tests/test_site_browser.py", "tests/test_fuzz.py",
+                 "notebooks/13_released_model.ipynb", "tests/test_launch.py",
+                 "tests/test_explain.py", "tests/test_interactive.py",
+                 "tests/test_library_records.py", "tests/test_real_model.py",
+                 "tests/test_teacher_kit.py", "notebooks/12_lab_context_extension.ipynb",
+                 "notebooks/09_lab_length_generalization.ipynb",
+                 "tests/test_explain_released_corpus.py")
+
+
+def pytest_configure(config):
+    # pytest-xdist 3.6 and later reorders loadscope's modules by their number of tests (most
+    # first) unless told not to, which would undo the order set below: a module of a few long
+    # tests (the browser) then starts half-way through the run and ends long after the rest.
+    if getattr(config.option, "loadscopereorder", None) is not None:
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config, items):
