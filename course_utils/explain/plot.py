@@ -80,5 +80,8 @@ def plot_plan(plan, path, *, title=None):
     im = draw_plan(plan, ax, title=title)
     fig.colorbar(im, ax=ax, label="log10 wavelength (positions)")
     fig.tight_layout()
+    # Laid out above: without this, savefig would draw the figure once more only to lay it out
+    # again (a colorbar leaves a placeholder layout engine behind); the pixels are the same.
+    fig.set_layout_engine(None)
     fig.savefig(path, dpi=150)
     plt.close(fig)
