@@ -149,7 +149,7 @@ lab1-results: setup ## Length-generalisation lab (notebook 09): every model it t
 lab2-core: setup ## Context-extension lab (notebook 12): its core run (3 seeds, 6 methods, 2 lengths, about 2 min on 2 free cores): course_utils/data/records/lab2_core.json and .npz, which 12 reads
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_core.py --workers 2
 
-lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-tunes to 200 steps, far/near split, baselines, bootstrap intervals (about 12 min on 2 free cores): benchmarks/LAB2_GRID.md
+lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-tunes to 200 steps, far/near split, baselines, bootstrap intervals (about 40 min on 2 cores): benchmarks/LAB2_GRID.md
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2
 
 long-context: setup ## Chapter 13's long measurements on SmolLM2-135M-Instruct (needs the model file; about 25 min on 2 cores): benchmarks/LONG_CONTEXT.md and course_utils/data/records/long_context.json

@@ -106,3 +106,68 @@ def test_wrong_shape_and_crash_are_reported(capsys):
     assert check_angle_overshoot(lambda t, tn, L, N: t @ np.ones((2, 2))) is False
     out = capsys.readouterr().out
     assert out.count("TRY AGAIN") == 2
+
+
+@pytest.fixture(scope="module")
+def small_core():
+    from course_utils.lab.extension import run_context_extension
+    from course_utils.lab.model import ModelConfig
+    from course_utils.lab.tasks import make_task
+
+    task = make_task("recall_latest", n_keys=4, n_values=8)
+    config = ModelConfig(scheme="rope", vocab_size=task.vocab_size, rope_base=3.78)
+    return run_context_extension(task, config, train_length=16, multipliers=(4,),
+                                 methods=("pi",), checkpoints=(0, 1), seeds=(0, 1), steps=30,
+                                 n_test=8, scratch=False, workers=1, progress=False)
+
+
+def _far_by_loop(core, method, lr):
+    # Far-split accuracy counted from predict() one sequence at a time, after the fine-tune.
+    from course_utils.lab.extension import _test_batches, method_config
+    from course_utils.lab.model import predict
+    from course_utils.lab.train import fine_tune
+
+    far, every = [], []
+    for seed, (config, params) in zip(core.seeds, core.base_models, strict=True):
+        tuned = method_config(config, method, 4, 16)
+        weights = fine_tune(params, tuned, core.task, length=64, checkpoints=(50,), batch=8,
+                            lr=lr, warmup=10, seed=1000 * seed)[0][50]
+        hits = [0, 0, 0, 0]
+        for tokens, labels, mask in _test_batches(core.task, 64, 128, 1234, 32):
+            guess = predict(weights, tokens, tuned)
+            for b, i in zip(*np.nonzero(mask), strict=True):
+                if i < 16:
+                    continue
+                j = max(p for p in range(1, i, 2) if tokens[b, p] == tokens[b, i])
+                hits[0 if i - j >= 16 else 2] += int(guess[b, i] == labels[b, i])
+                hits[1 if i - j >= 16 else 3] += 1
+        far.append(hits[0] / hits[1])
+        every.append((hits[0] + hits[2]) / (hits[1] + hits[3]))
+    return np.array(far), np.array(every)
+
+
+def test_the_experiment_checker(small_core, capsys, monkeypatch):
+    import course_utils.exercises.context_extension as ex
+    from course_utils.lab.extension import paired_bootstrap, verdict
+
+    assert ex.check_variant_experiment(..., small_core, lr=3e-3, verdict=...) is False
+    assert "NOT ATTEMPTED" in capsys.readouterr().out
+    numbers = {m: _far_by_loop(small_core, m, 3e-3) for m in ("pi", "yarn")}
+    far = {m: value[0] for m, value in numbers.items()}
+    right = verdict(*paired_bootstrap(far["yarn"] - far["pi"])[1:])
+    assert ex.check_variant_experiment(far, small_core, lr=3e-3, verdict=right) is True
+    # the checker's own fine-tunes, once: the wrong answers below need no new ones
+    kept = {m: ex._variant_accuracy(small_core, m, 3e-3) for m in ("pi", "yarn")}
+    monkeypatch.setattr(ex, "_variant_accuracy", lambda core, m, lr: kept[m])
+    wrong_word = next(w for w in ("agrees", "disagrees", "unclear") if w != right)
+    capsys.readouterr()
+    assert ex.check_variant_experiment(far, small_core, lr=3e-3, verdict=wrong_word) is False
+    assert "paired interval" in capsys.readouterr().out
+    every = {m: value[1] for m, value in numbers.items()}
+    word = verdict(*paired_bootstrap(every["yarn"] - every["pi"])[1:])
+    assert ex.check_variant_experiment(every, small_core, lr=3e-3, verdict=word) is False
+    assert "every scored query" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="lr"):
+        ex.check_variant_experiment(far, small_core, lr=0.5, verdict=right)
+    with pytest.raises(ValueError, match="verdict"):
+        ex.check_variant_experiment(far, small_core, lr=3e-3, verdict="yes")

@@ -27,7 +27,7 @@ from course_utils.practice import block_diagonal_mask, packed_position_ids, posi
 from course_utils.quiz import quiz_chapters, quiz_questions, show_quiz
 from course_utils.relative import shaw_clip, t5_relative_position_bucket
 from course_utils.rope import apply_rope, rope_inv_freq, rope_rotation_matrix, round_to_bfloat16
-from course_utils.scaling import dynamic_ntk_base, rope_scaling, rotations_in_context, yarn_get_mscale
+from course_utils.scaling import rope_scaling, rotations_in_context, yarn_get_mscale
 from course_utils.sinusoidal import sinusoidal_encoding, sinusoidal_frequencies, sinusoidal_shift_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -248,8 +248,6 @@ ANSWERS = {
     "11-chunked": lambda: int(chunked_attention_mask(10, 4)[9].sum()),
     "12-llama2-turning": lambda: int((rotations_in_context(
         128, base=10000.0, original_max_position_embeddings=4096) >= 1).sum()),
-    "12-dynamic-at-L": lambda: dynamic_ntk_base(128, base=10000.0, factor=2.0, seq_len=4096,
-                                                original_max_position_embeddings=4096) / 10000.0,
     "12-temperature": lambda: _in_text(
         12, "the temperature lowers the entropy as designed, raises the loss here, and leaves "
         "accuracy unchanged", "as-designed"),

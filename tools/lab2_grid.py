@@ -54,9 +54,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from course_utils.lab.extension import (  # noqa: E402
-    CLAIMS,
     METHOD_LABELS,
-    claim_table,
     format_table,
     plot_vs_steps,
     run_context_extension,
@@ -64,6 +62,7 @@ from course_utils.lab.extension import (  # noqa: E402
     steps_to_threshold,
     summarise,
     table_rows,
+    verdict_matrix,
 )
 from course_utils.lab.model import ModelConfig  # noqa: E402
 from course_utils.lab.tasks import make_task  # noqa: E402
@@ -113,17 +112,11 @@ def _table(run, split):
     return format_table(headers, rows, markdown=True)
 
 
-def _claim_rows(run, split):
-    """The claims a split can judge: on the passkey the position-blind reader is always right,
-    so the claims against it are left out."""
-    return [row for row in claim_table(run, split)
-            if not (split == "passkey" and "blind" in row[0])]
-
-
 def _claims(run, split="far"):
     lines = [f"| claim (A - B > 0), {split} | mean | 95 % interval | verdict |",
              "|---|---|---|---|"]
-    for name, mean, low, high, word in _claim_rows(run, split):
+    rows = verdict_matrix({"run": run}, split)
+    for name, (mean, low, high, word) in ((n, r["run"]) for n, r in rows.items()):
         lines.append(f"| {name} | {mean:+.3f} | [{low:+.3f}, {high:+.3f}] | {word} |")
     return "\n".join(lines)
 
@@ -194,14 +187,11 @@ def runs_of(record):
 def _verdicts(record, split):
     """One row per claim, one column per run: the verdict and the mean difference."""
     runs = runs_of(record)
-    tables = {label: {row[0]: row for row in _claim_rows(run, split)}
-              for label, run in runs.items()}
-    names = [c[0] for c in CLAIMS if any(c[0] in t for t in tables.values())]
     lines = [f"| claim, {split} | " + " | ".join(runs) + " |", "|---" * (len(runs) + 1) + "|"]
-    for name in names:
-        cells = [f"{t[name][4]} ({t[name][1]:+.2f})" if name in t else "-"
-                 for t in tables.values()]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    for name, cells in verdict_matrix(runs, split).items():
+        lines.append(f"| {name} | " + " | ".join(
+            f"{cells[label][3]} ({cells[label][0]:+.2f})" if label in cells else "-"
+            for label in runs) + " |")
     return "\n".join(lines)
 
 

@@ -192,16 +192,15 @@ def _variant_accuracy(core, method, lr):
     return np.array(far), np.array(every)
 
 
-def check_variant_experiment(func, core, *, lr, verdict):
-    """Exercise 12.3: ``func(core, method, lr)`` returns, for each pre-trained model of ``core``
-    (``core.base_models``), the far-split accuracy at 4L after 50 fine-tune steps at ``lr`` with
-    ``method`` (``"pi"`` or ``"yarn"``), on the core run's fine-tune data; ``verdict`` is the
-    learner's reading of "YaRN before PI (4L, 50 steps)" from those numbers: ``"agrees"``,
-    ``"disagrees"`` or ``"unclear"``.
+def check_variant_experiment(far, core, *, lr, verdict):
+    """Exercise 12.3: ``far`` maps ``"pi"`` and ``"yarn"`` to the far-split accuracy, one per
+    pre-trained model of ``core`` (``core.base_models``), at 4L after 50 fine-tune steps at
+    ``lr`` on the core run's fine-tune data; ``verdict`` is the learner's reading of "YaRN before
+    PI (4L, 50 steps)" from those numbers: ``"agrees"``, ``"disagrees"`` or ``"unclear"``.
 
     Expected: the same fine-tunes run here through the lab's functions, and the verdict of the
     paired percentile bootstrap interval of YaRN - PI over the seeds
-    (:func:`course_utils.lab.extension.paired_bootstrap`), computed from the learner's numbers.
+    (:func:`course_utils.lab.extension.paired_bootstrap`) of the learner's numbers.
     """
     from ..lab.extension import ContextExtension, paired_bootstrap
     from ..lab.extension import verdict as verdict_of
@@ -216,13 +215,15 @@ def check_variant_experiment(func, core, *, lr, verdict):
         raise ValueError(f"verdict must be one of {tuple(_VERDICT_CODES)}, got {verdict!r:.60}")
 
     def learner():
-        if verdict is ...:
+        if far is ... or verdict is ...:
             answer_of(...)           # not attempted
-        numbers = {m: as_float64(answer_of(func, core, m, lr)) for m in _VARIANT["methods"]}
+        if not isinstance(far, dict) or set(far) != set(_VARIANT["methods"]):
+            raise ValueError(f"far must be a dict with the keys {_VARIANT['methods']}")
+        numbers = {m: as_float64(answer_of(far[m])) for m in _VARIANT["methods"]}
         for m, values in numbers.items():
             if values.shape != (len(core.seeds),):
-                raise ValueError(f"func(core, {m!r}, lr) must return one accuracy per seed, "
-                                 f"shape ({len(core.seeds)},), got {values.shape}")
+                raise ValueError(f"far[{m!r}] must hold one accuracy per seed, shape "
+                                 f"({len(core.seeds)},), got {values.shape}")
         return numbers
 
     try:

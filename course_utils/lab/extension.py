@@ -43,7 +43,8 @@ __all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "Context
            "plot_by_position", "plot_vs_steps", "versions", "answer_distance",
            "position_blind_expected", "evaluate_by_distance", "baselines_by_distance",
            "SPLITS", "paired_bootstrap", "verdict", "CLAIMS", "summarise", "cell_values",
-           "claim_differences", "claim_table"]
+           "claim_differences", "claim_table", "verdict_matrix", "evaluate_passkey",
+           "PASSKEY_SEED"]
 
 METHODS = ("rope", "pi", "ntk", "dynamic", "yarn", "yarn_no_t")
 """Unchanged RoPE, Position Interpolation, NTK-aware, dynamic NTK, YaRN, YaRN without its
@@ -954,6 +955,8 @@ def plot_vs_steps(result, *, axes=None, split="all"):
 CLAIMS = (
     ("extrapolation fails (4L, 0 steps)", "Chen et al. 2023, abstract",
      ("scratch", 4, 0), ("rope", 4, 0)),
+    ("extrapolation below blind (4L, 0 steps)", "Chen et al. 2023, abstract",
+     ("blind", 4, 0), ("rope", 4, 0)),
     ("PI fine-tunes past RoPE (4L, 100 steps)", "Chen et al. 2023, introduction",
      ("pi", 4, 100), ("rope", 4, 100)),
     ("PI: fine-tune recovers (4L, 0 -> 100)", "Chen et al. 2023, abstract",
@@ -1077,6 +1080,22 @@ def claim_table(run, split="far", *, n_resamples=10_000, level=0.95):
         mean, low, high = paired_bootstrap(diff, n_resamples=n_resamples, level=level)
         rows.append((name, mean, low, high, verdict(low, high)))
     return rows
+
+
+def verdict_matrix(runs, split="far"):
+    """Every claim against every run: ``{claim: {label: (mean, low, high, verdict)}}``.
+
+    ``runs``: ``{label: record}`` of :func:`summarise` records (the main grid and its variants).
+    A claim appears when at least one run holds its cells; on the ``"passkey"`` split the claims
+    against the position-blind reader are left out, because that reader is always right there.
+    """
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError(f"runs must be a non-empty dict of summarise records, got {runs!r:.60}")
+    tables = {label: {row[0]: row[1:] for row in claim_table(run, split)
+                      if not (split == "passkey" and "blind" in row[0])}
+              for label, run in runs.items()}
+    return {name: {label: table[name] for label, table in tables.items() if name in table}
+            for name, *_ in CLAIMS if any(name in table for table in tables.values())}
 
 
 def steps_to_threshold(run, who, multiplier, threshold=None, split="far"):
