@@ -116,3 +116,14 @@ def test_yarn_betas_moved_to_the_toy():
     theta = rope_inv_freq(8, base=grid.TOY_BASE)
     gamma = (scaled - theta / 4) / (theta - theta / 4)
     np.testing.assert_allclose(gamma, [1.0, 1.0, 0.5, 0.0], atol=1e-12)
+
+
+def test_t_interval_against_the_textbook_case():
+    from course_utils.lab.extension import t_interval
+
+    # n = 3, mean 2, sd 1: half-width t(0.975, 2) / sqrt(3) = 4.302653 / 1.732051 = 2.484138
+    mean, low, high = t_interval(np.array([1.0, 2.0, 3.0]))
+    assert mean == 2.0 and high - mean == pytest.approx(2.484138, rel=1e-6)
+    assert mean - low == pytest.approx(high - mean, rel=1e-12)
+    with pytest.raises(ValueError, match="diff"):
+        t_interval(np.array([1.0]))

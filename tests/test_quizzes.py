@@ -250,7 +250,7 @@ ANSWERS = {
         128, base=10000.0, original_max_position_embeddings=4096) >= 1).sum()),
     "12-temperature": lambda: _in_text(
         12, "the temperature lowers the entropy as designed, raises the loss here, and leaves "
-        "accuracy unchanged", "as-designed"),
+        "far accuracy at $4L$ unchanged", "as-designed"),
     "12-fine-tune": lambda: _in_text(
         12, "NTK-aware and YaRN dip in the first 25 steps before climbing, and the unchanged RoPE "
         "hardly moves", "unchanged"),

@@ -43,7 +43,7 @@ __all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "Context
            "plot_by_position", "plot_vs_steps", "versions", "answer_distance",
            "position_blind_expected", "evaluate_by_distance", "baselines_by_distance",
            "SPLITS", "paired_bootstrap", "verdict", "CLAIMS", "summarise", "cell_values",
-           "claim_differences", "claim_table", "verdict_matrix", "evaluate_passkey",
+           "claim_differences", "claim_table", "verdict_matrix", "evaluate_passkey", "t_interval",
            "PASSKEY_SEED"]
 
 METHODS = ("rope", "pi", "ntk", "dynamic", "yarn", "yarn_no_t")
@@ -499,6 +499,23 @@ def paired_bootstrap(diff, *, n_resamples=10_000, level=0.95, seed=0):
     means = diff[rng.integers(0, diff.size, size=(n_resamples, diff.size))].mean(axis=1)
     low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return float(diff.mean()), float(low), float(high)
+
+
+def t_interval(diff, *, level=0.95):
+    """Mean of paired differences over seeds and its Student-t interval (``n - 1`` degrees of
+    freedom): a second reading beside :func:`paired_bootstrap`, whose percentile interval runs
+    narrower with few seeds. Returns ``mean, low, high``."""
+    from scipy import stats
+
+    diff = val.numeric_array(diff, "diff")
+    if diff.ndim != 1 or diff.size < 2:
+        raise ValueError(f"diff must be a 1-D array of at least 2 paired differences, got shape "
+                         f"{diff.shape}")
+    level = val.real_float(level, "level")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    half = stats.t.ppf((1 + level) / 2, diff.size - 1) * diff.std(ddof=1) / np.sqrt(diff.size)
+    return float(diff.mean()), float(diff.mean() - half), float(diff.mean() + half)
 
 
 def verdict(low, high):
@@ -1083,7 +1100,8 @@ def claim_table(run, split="far", *, n_resamples=10_000, level=0.95):
 
 
 def verdict_matrix(runs, split="far"):
-    """Every claim against every run: ``{claim: {label: (mean, low, high, verdict)}}``.
+    """Every claim against every run: ``{claim: {label: (mean, low, high, verdict, t_verdict)}}``
+    (the interval and verdict of :func:`claim_table`, and the verdict of :func:`t_interval`).
 
     ``runs``: ``{label: record}`` of :func:`summarise` records (the main grid and its variants).
     A claim appears when at least one run holds its cells; on the ``"passkey"`` split the claims
@@ -1091,9 +1109,12 @@ def verdict_matrix(runs, split="far"):
     """
     if not isinstance(runs, dict) or not runs:
         raise TypeError(f"runs must be a non-empty dict of summarise records, got {runs!r:.60}")
-    tables = {label: {row[0]: row[1:] for row in claim_table(run, split)
-                      if not (split == "passkey" and "blind" in row[0])}
-              for label, run in runs.items()}
+    tables = {}
+    for label, run in runs.items():
+        diffs = claim_differences(run, split)
+        tables[label] = {row[0]: row[1:] + (verdict(*t_interval(diffs[row[0]])[1:]),)
+                         for row in claim_table(run, split)
+                         if not (split == "passkey" and "blind" in row[0])}
     return {name: {label: table[name] for label, table in tables.items() if name in table}
             for name, *_ in CLAIMS if any(name in table for table in tables.values())}
 
