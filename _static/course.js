@@ -39,13 +39,25 @@
   var greek = {alpha: "α", beta: "β", gamma: "γ", delta: "δ", Delta: "Δ", epsilon: "ε",
     theta: "θ", lambda: "λ", mu: "μ", pi: "π", rho: "ρ", sigma: "σ", tau: "τ", phi: "φ",
     omega: "ω", ell: "ℓ", cdot: "·", times: "×", le: "≤", leq: "≤", ge: "≥", geq: "≥",
-    approx: "≈", infty: "∞", sum: "Σ", top: "T", to: "→"};
+    approx: "≈", infty: "∞", sum: "Σ", top: "T", to: "→", langle: "⟨", rangle: "⟩",
+    ldots: "…", dots: "…", cdots: "…", neq: "≠", pm: "±", in: "∈", mid: "|", Vert: "‖"};
+  // Names kept as words (functions); any other command (\big, \left, \overline, ...) is dropped.
+  var words = {ln: 1, log: 1, exp: 1, sin: 1, cos: 1, max: 1, min: 1, arg: 1, det: 1,
+    Re: 1, Im: 1, mod: 1, softmax: 1};
+  var styled = /\\(?:mathrm|text|textrm|mathbf|mathit|operatorname|boldsymbol|mathcal|overline|bar|hat|tilde|vec)\s*\{([^{}]*)\}/g;
   function plainMath(text) {
+    var previous;
+    text = text.replace(/\\[()[\]]/g, "").replace(/\$/g, "").replace(/\\[,;:! ]/g, " ");
+    do {  // innermost first: \frac{\mathrm{a}}{b}
+      previous = text;
+      text = text.replace(styled, "$1").replace(/\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "$1/$2");
+    } while (text !== previous);
     return text
-      .replace(/\\[()[\]]/g, "")
-      .replace(/\$/g, "")
-      .replace(/\\(?:mathrm|text|mathbf|mathit|operatorname|boldsymbol|mathcal)\s*\{([^{}]*)\}/g, "$1")
-      .replace(/\\([A-Za-z]+)/g, function (all, name) { return greek[name] || name; })
+      .replace(/\\(?:mathrm|overline|bar|hat)\s+/g, "")
+      .replace(/\\([A-Za-z]+)/g, function (all, name) {
+        return greek[name] || (words[name] ? name : "");
+      })
+      .replace(/\\/g, "")
       .replace(/[{}]/g, "");
   }
   function patch() {

@@ -1088,19 +1088,23 @@ def test_self_check_questions_answer_on_the_page_without_a_kernel(site, base_url
 
 
 def test_search_snippets_show_formulas_as_plain_text(site, base_url, browser):
-    """A snippet around a word found shows no TeX source (\\( \\mathrm{...} \\))."""
+    """A snippet around a word found shows no TeX source (\\( \\mathrm{...} \\, \\frac ...):
+    no backslash, and none of the command names a formula's source would leave behind."""
     visitor = _Visitor(browser, base_url)
     try:
-        page = visitor.open("search.html?q=rotary")
-        page.wait_for_function(
-            "() => { const s = document.querySelector('#search-results'); return s &&"
-            " /Search finished|did not match/.test(s.textContent); }", timeout=TIMEOUT_MS)
-        page.wait_for_timeout(1500)  # snippets arrive after the list
-        snippets = page.eval_on_selector_all("#search-results p.context",
-                                             "ps => ps.map(p => p.textContent)")
-        assert snippets, "no snippets shown"
-        with_tex = [s[:120] for s in snippets if re.search(r"\\[()\[\]]|\\[a-zA-Z]+\{", s)]
-        assert not with_tex, f"snippets with TeX source: {with_tex}"
+        for query in ("rotary", "frequency", "slope", "mathrm"):
+            page = visitor.open(f"search.html?q={query}")
+            page.wait_for_function(
+                "() => { const s = document.querySelector('#search-results'); return s &&"
+                " /Search finished|did not match/.test(s.textContent); }", timeout=TIMEOUT_MS)
+            page.wait_for_timeout(1500)  # snippets arrive after the list
+            snippets = page.eval_on_selector_all("#search-results p.context",
+                                                 "ps => ps.map(p => p.textContent)")
+            assert snippets, f"no snippets shown for {query!r}"
+            with_tex = [s[:120] for s in snippets if re.search(
+                r"\\|\b(?:d?frac|langle|rangle|overline|mathrm)|\b(?:big|Big|left|right)[(\[|]",
+                s)]
+            assert not with_tex, f"snippets for {query!r} with TeX source: {with_tex}"
     finally:
         visitor.close()
 
