@@ -36,35 +36,55 @@
    snippets as plain text: delimiters dropped, \mathrm{rh} as rh, \theta as θ. */
 (function () {
   "use strict";
-  var greek = {alpha: "α", beta: "β", gamma: "γ", delta: "δ", Delta: "Δ", epsilon: "ε",
-    theta: "θ", lambda: "λ", mu: "μ", pi: "π", rho: "ρ", sigma: "σ", tau: "τ", phi: "φ",
-    omega: "ω", ell: "ℓ", cdot: "·", times: "×", le: "≤", leq: "≤", ge: "≥", geq: "≥",
-    approx: "≈", infty: "∞", sum: "Σ", top: "T", to: "→", langle: "⟨", rangle: "⟩",
-    ldots: "…", dots: "…", cdots: "…", neq: "≠", pm: "±", in: "∈", mid: "|", Vert: "‖"};
-  // Names kept as words (functions); any other command (\big, \left, \overline, ...) is dropped.
-  var words = {ln: 1, log: 1, exp: 1, sin: 1, cos: 1, max: 1, min: 1, arg: 1, det: 1,
-    Re: 1, Im: 1, mod: 1, softmax: 1};
-  var styled = /\\(?:mathrm|text|textrm|mathbf|mathit|operatorname|boldsymbol|mathcal|overline|bar|hat|tilde|vec)\s*\{([^{}]*)\}/g;
-  function plainMath(text) {
+  var greek = {alpha: "α", beta: "β", gamma: "γ", Gamma: "Γ", delta: "δ", Delta: "Δ",
+    epsilon: "ε", varepsilon: "ε", zeta: "ζ", eta: "η", theta: "θ", vartheta: "ϑ", Theta: "Θ",
+    iota: "ι", kappa: "κ", lambda: "λ", Lambda: "Λ", mu: "μ", nu: "ν", xi: "ξ", Xi: "Ξ",
+    pi: "π", Pi: "Π", rho: "ρ", varrho: "ρ", sigma: "σ", Sigma: "Σ", tau: "τ", upsilon: "υ",
+    phi: "φ", varphi: "φ", Phi: "Φ", chi: "χ", psi: "ψ", Psi: "Ψ", omega: "ω", Omega: "Ω",
+    ell: "ℓ", cdot: "·", times: "×", le: "≤", leq: "≤", ge: "≥", geq: "≥", approx: "≈",
+    infty: "∞", sum: "Σ", prod: "Π", top: "T", to: "→", langle: "⟨", rangle: "⟩",
+    lfloor: "⌊", rfloor: "⌋", lceil: "⌈", rceil: "⌉", Vert: "‖", lVert: "‖", rVert: "‖",
+    vert: "|", lvert: "|", rvert: "|", mid: "|", partial: "∂", nabla: "∇", sqrt: "√",
+    ldots: "…", dots: "…", cdots: "…", neq: "≠", ne: "≠", pm: "±", in: "∈", equiv: "≡",
+    propto: "∝", circ: "∘", odot: "⊙", otimes: "⊗", oplus: "⊕", sim: "∼", gets: "←",
+    Rightarrow: "⇒", mapsto: "↦", forall: "∀", exists: "∃", int: "∫"};
+  // Commands that only size or space what follows: dropped. Any other command keeps its name.
+  var layout = {left: 1, right: 1, big: 1, Big: 1, bigg: 1, Bigg: 1, bigl: 1, bigr: 1,
+    Bigl: 1, Bigr: 1, displaystyle: 1, textstyle: 1, quad: 1, qquad: 1, nonumber: 1,
+    notag: 1, limits: 1};
+  var styled = /\\(?:mathrm|text|textrm|mathbf|mathit|mathsf|mathtt|operatorname|boldsymbol|mathcal|mathbb|overline|bar|hat|tilde|vec|underbrace|overbrace)\s*\{([^{}]*)\}/g;
+  function plainMath(tex) {
     var previous;
-    text = text.replace(/\\[()[\]]/g, "").replace(/\$/g, "").replace(/\\[,;:! ]/g, " ");
+    var text = tex.replace(/\\(?:begin|end)\s*\{[^{}]*\}(?:\{[^{}]*\})?/g, " ")
+      .replace(/\\\\/g, " ").replace(/&/g, " ").replace(/\\[,;:! ]/g, " ")
+      .replace(/\\\|/g, "‖").replace(/\\([{}])/g, "$1");
     do {  // innermost first: \frac{\mathrm{a}}{b}
       previous = text;
-      text = text.replace(styled, "$1").replace(/\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "$1/$2");
+      text = text.replace(styled, "$1")
+        .replace(/\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "($1)/($2)")
+        .replace(/\\sqrt\s*\{([^{}]*)\}/g, "√($1)");
     } while (text !== previous);
     return text
+      .replace(/\\[dt]?frac\s*(\w)\s*(\w)/g, "$1/$2")
+      .replace(/\((\w+)\)\/\((\w+)\)/g, "$1/$2")
       .replace(/\\(?:mathrm|overline|bar|hat)\s+/g, "")
       .replace(/\\([A-Za-z]+)/g, function (all, name) {
-        return greek[name] || (words[name] ? name : "");
+        return greek[name] || (layout[name] ? "" : name);
       })
-      .replace(/\\/g, "")
-      .replace(/[{}]/g, "");
+      .replace(/[{}]/g, "")
+      .replace(/ {2,}/g, " ");
+  }
+  // Only the formulas of a page's text, between \( \) or \[ \], are rewritten: code stays as it is.
+  function plainText(text) {
+    return text.replace(/\\\(([\s\S]*?)\\\)|\\\[([\s\S]*?)\\\]/g, function (all, inline, display) {
+      return plainMath(inline !== undefined ? inline : display);
+    });
   }
   function patch() {
     if (typeof Search === "undefined" || !Search.htmlToText || Search.coursePlainMath) { return; }
     var original = Search.htmlToText;
     Search.htmlToText = function () {
-      return plainMath(original.apply(this, arguments));
+      return plainText(original.apply(this, arguments));
     };
     Search.coursePlainMath = true;
   }

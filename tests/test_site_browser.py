@@ -1088,11 +1088,17 @@ def test_self_check_questions_answer_on_the_page_without_a_kernel(site, base_url
 
 
 def test_search_snippets_show_formulas_as_plain_text(site, base_url, browser):
-    """A snippet around a word found shows no TeX source (\\( \\mathrm{...} \\, \\frac ...):
-    no backslash, and none of the command names a formula's source would leave behind."""
+    """A snippet around a word found shows its formulas as plain text, not TeX source: no
+    backslash, no command name a formula's source would leave behind, no environment names
+    run together with the text. The queries are words whose stem the pages hold next to
+    formulas (a word found only in a formula would fall back to the page's first line)."""
+    leftovers = re.compile(r"\\|\b(?:d?frac|t?frac\d|langle|rangle|overline|mathrm|lfloor|rfloor|"
+                           r"sqrt|partial|varphi|kappa)|(?:split|gathered|aligned|cases)"
+                           r"(?:split|gathered|aligned|cases)|\b(?:big|Big|left|right)[(\[|]")
+    found = {}
     visitor = _Visitor(browser, base_url)
     try:
-        for query in ("rotary", "frequency", "slope", "mathrm"):
+        for query in ("frequency", "slope", "channel", "kernel", "attention", "stretch"):
             page = visitor.open(f"search.html?q={query}")
             page.wait_for_function(
                 "() => { const s = document.querySelector('#search-results'); return s &&"
@@ -1101,12 +1107,13 @@ def test_search_snippets_show_formulas_as_plain_text(site, base_url, browser):
             snippets = page.eval_on_selector_all("#search-results p.context",
                                                  "ps => ps.map(p => p.textContent)")
             assert snippets, f"no snippets shown for {query!r}"
-            with_tex = [s[:120] for s in snippets if re.search(
-                r"\\|\b(?:d?frac|langle|rangle|overline|mathrm)|\b(?:big|Big|left|right)[(\[|]",
-                s)]
+            found[query] = snippets
+            with_tex = [s[:160] for s in snippets if leftovers.search(s)]
             assert not with_tex, f"snippets for {query!r} with TeX source: {with_tex}"
     finally:
         visitor.close()
+    # and what a formula becomes: chapter 07's d/2 and its theta
+    assert any("≤ d/2" in s and "θ_i" in s for s in found["frequency"]), found["frequency"][:3]
 
 
 def test_a_display_formula_that_scrolls_on_a_phone_shows_a_cue(site, base_url, browser):
