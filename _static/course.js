@@ -52,24 +52,34 @@
   var layout = {left: 1, right: 1, big: 1, Big: 1, bigg: 1, Bigg: 1, bigl: 1, bigr: 1,
     Bigl: 1, Bigr: 1, displaystyle: 1, textstyle: 1, quad: 1, qquad: 1, nonumber: 1,
     notag: 1, limits: 1};
-  var styled = /\\(?:mathrm|text|textrm|mathbf|mathit|mathsf|mathtt|operatorname|boldsymbol|mathcal|mathbb|overline|bar|hat|tilde|vec|underbrace|overbrace)\s*\{([^{}]*)\}/g;
+  var styled = /\\(?:mathrm|text|textrm|texttt|textit|textbf|mathbf|mathit|mathsf|mathtt|operatorname|boldsymbol|mathcal|mathbb|overline|bar|hat|tilde|widetilde|vec|underbrace|overbrace|underline)\s*\{([^{}]*)\}/g;
   function plainMath(tex) {
     var previous;
     var text = tex.replace(/\\(?:begin|end)\s*\{[^{}]*\}(?:\{[^{}]*\})?/g, " ")
       .replace(/\\\\/g, " ").replace(/&/g, " ").replace(/\\[,;:! ]/g, " ")
-      .replace(/\\\|/g, "‖").replace(/\\([{}])/g, "$1");
-    do {  // innermost first: \frac{\mathrm{a}}{b}
+      .replace(/\\\|/g, "‖").replace(/\\([{}%#_$])/g, "$1")
+      .replace(/\\(tilde|widetilde|hat|widehat|bar|overline)\s*(?:\{(\w)\}|(\w))/g,
+        function (all, accent, braced, bare) {  // one letter: the letter and a combining mark
+          return (braced || bare) + {tilde: "\u0303", widetilde: "\u0303", hat: "\u0302",
+            widehat: "\u0302", bar: "\u0304", overline: "\u0304"}[accent];
+        });
+    do {  // innermost groups first: \frac{q^{C}_{m}}{\sqrt{d}}
       previous = text;
       text = text.replace(styled, "$1")
         .replace(/\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "($1)/($2)")
-        .replace(/\\sqrt\s*\{([^{}]*)\}/g, "√($1)");
+        .replace(/\\sqrt\s*\{([^{}]*)\}/g, "√($1)")
+        .replace(/\\pmod\s*\{([^{}]*)\}/g, "(mod $1)")
+        .replace(/([_^])\{([^{}]*)\}/g, function (all, mark, inner) {
+          return mark + (inner.length > 1 ? "(" + inner + ")" : inner);
+        });
     } while (text !== previous);
     return text
+      .replace(/\\pmod\s*(\w+)/g, "(mod $1)")
       .replace(/\\[dt]?frac\s*(\w)\s*(\w)/g, "$1/$2")
       .replace(/\((\w+)\)\/\((\w+)\)/g, "$1/$2")
-      .replace(/\\(?:mathrm|overline|bar|hat)\s+/g, "")
+      .replace(/\\(?:mathrm|operatorname|overline|bar|hat|tilde|widetilde|vec)\s+/g, "")
       .replace(/\\([A-Za-z]+)/g, function (all, name) {
-        return greek[name] || (layout[name] ? "" : name);
+        return greek[name] || (layout[name] ? "" : name === "bmod" ? "mod" : name);
       })
       .replace(/[{}]/g, "")
       .replace(/ {2,}/g, " ");
@@ -88,6 +98,7 @@
     };
     Search.coursePlainMath = true;
   }
+  window.coursePlainText = plainText;  // read by the browser test on every formula of the site
   patch();
   document.addEventListener("DOMContentLoaded", patch);
 })();

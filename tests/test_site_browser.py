@@ -1116,6 +1116,36 @@ def test_search_snippets_show_formulas_as_plain_text(site, base_url, browser):
     assert any("≤ d/2" in s and "θ_i" in s for s in found["frequency"]), found["frequency"][:3]
 
 
+def test_every_formula_of_the_site_reads_as_plain_text_in_search_snippets(site, base_url,
+                                                                         browser):
+    """The rewrite search snippets use (``window.coursePlainText``, course.js), applied to
+    every formula of every page: no TeX command, brace or environment survives it."""
+    pages = [p.relative_to(site).as_posix() for p in sorted(site.glob("*.html"))
+             + sorted((site / "notebooks").glob("[0-9][0-9]_*.html"))]
+    visitor = _Visitor(browser, base_url)
+    try:
+        page = visitor.open("search.html")
+        page.wait_for_function("() => typeof window.coursePlainText === 'function'",
+                               timeout=TIMEOUT_MS)
+        results = page.evaluate("""async pages => {
+            const out = {count: 0, bad: []};
+            for (const name of pages) {
+              const html = await (await fetch(name)).text();
+              const doc = new DOMParser().parseFromString(html, "text/html");
+              for (const m of doc.querySelectorAll("article .math")) {
+                out.count += 1;
+                const plain = window.coursePlainText(m.textContent);
+                if (/[\\\\{}&]|\\b(?:d?frac|texttt|bmod|pmod|underbrace|tilde|mathrm|begin|end)\\b/
+                    .test(plain)) { out.bad.push(name + ": " + plain.slice(0, 100)); }
+              }
+            }
+            return out; }""", pages)
+    finally:
+        visitor.close()
+    assert results["count"] > 1000, results["count"]   # the site's formulas were all read
+    assert not results["bad"], results["bad"][:10]
+
+
 def test_a_display_formula_that_scrolls_on_a_phone_shows_a_cue(site, base_url, browser):
     """At 390 px a display formula wider than the column scrolls inside its box, and its box
     draws an edge shadow (course.css) so the reader sees there is more."""
