@@ -42,7 +42,7 @@
     pi: "π", Pi: "Π", rho: "ρ", varrho: "ρ", sigma: "σ", Sigma: "Σ", tau: "τ", upsilon: "υ",
     phi: "φ", varphi: "φ", Phi: "Φ", chi: "χ", psi: "ψ", Psi: "Ψ", omega: "ω", Omega: "Ω",
     ell: "ℓ", cdot: "·", times: "×", le: "≤", leq: "≤", ge: "≥", geq: "≥", approx: "≈",
-    infty: "∞", sum: "Σ", prod: "Π", top: "T", to: "→", langle: "⟨", rangle: "⟩",
+    infty: "∞", sum: "Σ", prod: "Π", top: "ᵀ", to: "→", langle: "⟨", rangle: "⟩",
     lfloor: "⌊", rfloor: "⌋", lceil: "⌈", rceil: "⌉", Vert: "‖", lVert: "‖", rVert: "‖",
     vert: "|", lvert: "|", rvert: "|", mid: "|", partial: "∂", nabla: "∇", sqrt: "√",
     ldots: "…", dots: "…", cdots: "…", neq: "≠", ne: "≠", pm: "±", in: "∈", equiv: "≡",
@@ -52,21 +52,27 @@
   var layout = {left: 1, right: 1, big: 1, Big: 1, bigg: 1, Bigg: 1, bigl: 1, bigr: 1,
     Bigl: 1, Bigr: 1, displaystyle: 1, textstyle: 1, quad: 1, qquad: 1, nonumber: 1,
     notag: 1, limits: 1};
-  var styled = /\\(?:mathrm|text|textrm|texttt|textit|textbf|mathbf|mathit|mathsf|mathtt|operatorname|boldsymbol|mathcal|mathbb|overline|bar|hat|tilde|widetilde|vec|underbrace|overbrace|underline)\s*\{([^{}]*)\}/g;
+  var styled = /\\(?:mathrm|text|textrm|texttt|textit|textbf|mathbf|mathit|mathsf|mathtt|operatorname|boldsymbol|mathcal|mathbb|vec|overbrace|underline)\s*\{([^{}]*)\}/g;
+  var marks = {tilde: "\u0303", widetilde: "\u0303", hat: "\u0302", widehat: "\u0302",
+    bar: "\u0304", overline: "\u0304"};
+  function accent(all, name, first, rest) {  // the mark on the group's first letter: z̄_(q,i)
+    return first + marks[name] + (rest || "");
+  }
   function plainMath(tex) {
     var previous;
-    var text = tex.replace(/\\(?:begin|end)\s*\{[^{}]*\}(?:\{[^{}]*\})?/g, " ")
-      .replace(/\\\\/g, " ").replace(/&/g, " ").replace(/\\[,;:! ]/g, " ")
+    var text = tex.replace(/(\\[A-Za-z]+)(?=\\)/g, "$1 ")      // \lfloor\mathrm{..}: two commands
+      .replace(/\\begin\s*\{[pb]matrix\}/g, "(").replace(/\\end\s*\{[pb]matrix\}/g, ")")
+      .replace(/\\(?:begin|end)\s*\{[^{}]*\}(?:\{[^{}]*\})?/g, " ")
+      .replace(/\\\\/g, "; ").replace(/&/g, " ").replace(/\\[,;:! ]/g, " ")
       .replace(/\\\|/g, "‖").replace(/\\([{}%#_$])/g, "$1")
-      .replace(/\\(tilde|widetilde|hat|widehat|bar|overline)\s*(?:\{(\w)\}|(\w))/g,
-        function (all, accent, braced, bare) {  // one letter: the letter and a combining mark
-          return (braced || bare) + {tilde: "\u0303", widetilde: "\u0303", hat: "\u0302",
-            widehat: "\u0302", bar: "\u0304", overline: "\u0304"}[accent];
-        });
+      .replace(/\\(tilde|widetilde|hat|widehat|bar|overline)\s*(\w)/g, accent);
     do {  // innermost groups first: \frac{q^{C}_{m}}{\sqrt{d}}
       previous = text;
       text = text.replace(styled, "$1")
-        .replace(/\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "($1)/($2)")
+        .replace(/\\(tilde|widetilde|hat|widehat|bar|overline)\s*\{(\w)([^{}]*)\}/g, accent)
+        .replace(/\\underbrace\s*\{([^{}]*)\}\s*_\s*(?:\{([^{}]*)\}|\(((?:[^()]|\([^()]*\))*)\)|(\w))/g,
+          function (all, body, a, b, c) { return body + " [" + (a || b || c) + "]"; })
+        .replace(/\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "($1)/($2) ")
         .replace(/\\sqrt\s*\{([^{}]*)\}/g, "√($1)")
         .replace(/\\pmod\s*\{([^{}]*)\}/g, "(mod $1)")
         .replace(/([_^])\{([^{}]*)\}/g, function (all, mark, inner) {
@@ -75,9 +81,9 @@
     } while (text !== previous);
     return text
       .replace(/\\pmod\s*(\w+)/g, "(mod $1)")
-      .replace(/\\[dt]?frac\s*(\w)\s*(\w)/g, "$1/$2")
+      .replace(/\\[dt]?frac\s*(\w)\s*(\w)/g, "$1/$2 ")
       .replace(/\((\w+)\)\/\((\w+)\)/g, "$1/$2")
-      .replace(/\\(?:mathrm|operatorname|overline|bar|hat|tilde|widetilde|vec)\s+/g, "")
+      .replace(/\\(?:mathrm|mathcal|mathbb|mathbf|mathit|boldsymbol|operatorname|vec)\s*(?=\w)/g, "")
       .replace(/\\([A-Za-z]+)/g, function (all, name) {
         return greek[name] || (layout[name] ? "" : name === "bmod" ? "mod" : name);
       })
