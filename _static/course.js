@@ -65,7 +65,8 @@
       .replace(/\\(?:begin|end)\s*\{[^{}]*\}(?:\{[^{}]*\})?/g, " ")
       .replace(/\\\\/g, "; ").replace(/&/g, " ").replace(/\\[,;:! ]/g, " ")
       .replace(/\\\|/g, "‖").replace(/\\([{}%#_$])/g, "$1")
-      .replace(/\\(tilde|widetilde|hat|widehat|bar|overline)\s*(\w)/g, accent);
+      .replace(/\\(tilde|widetilde|hat|widehat|bar|overline)\s*(\w)/g,
+        function (all, name, letter) { return letter + marks[name]; });
     do {  // innermost groups first: \frac{q^{C}_{m}}{\sqrt{d}}
       previous = text;
       text = text.replace(styled, "$1")
@@ -85,7 +86,7 @@
       .replace(/\((\w+)\)\/\((\w+)\)/g, "$1/$2")
       .replace(/\\(?:mathrm|mathcal|mathbb|mathbf|mathit|boldsymbol|operatorname|vec)\s*(?=\w)/g, "")
       .replace(/\\([A-Za-z]+)/g, function (all, name) {
-        return greek[name] || (layout[name] ? "" : name === "bmod" ? "mod" : name);
+        return greek[name] || (layout[name] ? "" : name === "bmod" ? " mod" : " " + name);
       })
       .replace(/[{}]/g, "")
       .replace(/ {2,}/g, " ");
