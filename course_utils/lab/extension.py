@@ -4,7 +4,8 @@
 method of :data:`METHODS` and every multiplier ``s``, it evaluates that same model at ``s L``
 tokens with the stretched RoPE (no fine-tune), fine-tunes it once at ``s L`` and evaluates the
 weights saved after each number of steps in ``checkpoints``. A model trained from scratch at the
-longest length (with the unchanged RoPE) gives the ceiling. The frequencies come from
+longest length (with the unchanged RoPE), called the ceiling here, is meant as one; on the
+recall task's far queries it is not (notebook 12). The frequencies come from
 :func:`course_utils.scaling.rope_scaling` through :class:`~course_utils.lab.model.RopeScaling`.
 
 Jobs (a pre-training, a from-scratch model, one fine-tune) are seeded one by one and run in
