@@ -19,7 +19,14 @@ seeds (10 000 resamples, 95 %) and a verdict. The parts, all on the same ten see
 * ``lr``: the same fine-tunes at the learning rates of ``--lr-variants`` (no ceiling);
 * ``base``: everything again with Llama 2's own base 1e4 in place of the toy's (no ceiling);
 * ``beta``: PI and YaRN with YaRN's ``beta_fast`` and ``beta_slow`` moved to the toy
-  (:func:`yarn_betas_rescaled`), at the toy's base.
+  (:func:`yarn_betas_rescaled`), at the toy's base;
+* ``ceiling``: the main grid's model trained from scratch at 4L, for ``LONGER_CEILING`` steps
+  (:func:`~course_utils.lab.extension.ceiling_curve`, the same jobs as the main grid's curve),
+  added to the main grid's curve;
+* ``prefix``: YaRN's section 3.3 dynamic rule scored prefix by prefix with no fine-tune
+  (:func:`~course_utils.lab.extension.prefix_dynamic`), on the main grid's and the second
+  base's pre-trained models (retrained from the same seeds; their NTK-aware scores in one pass
+  must equal the stored row's, or the part stops).
 
 ``--parts`` reruns some parts and keeps the others from the stored record. Writes:
 
@@ -55,8 +62,10 @@ import numpy as np  # noqa: E402
 
 from course_utils.lab.extension import (  # noqa: E402
     METHOD_LABELS,
+    ceiling_curve,
     format_table,
     plot_vs_steps,
+    prefix_dynamic,
     run_context_extension,
     steps_claim,
     steps_to_threshold,
@@ -77,9 +86,10 @@ SETTINGS = {"train_length": TRAIN_LENGTH, "multipliers": (2, 4), "steps": 1000, 
             "lr": 1e-2, "tune_batch": 8, "tune_lr": 1e-3, "tune_warmup": 10, "n_test": 128,
             "scratch_batch": 8, "passkey": True}
 CEILING = {"scratch_steps": 1000, "ceiling_steps": (2000, 4000)}   # the ceiling and its curve
+LONGER_CEILING = (8000, 16000)   # part "ceiling": the same model trained longer
 LR_VARIANTS = (3e-4, 3e-3)
 SEEDS = tuple(range(10))
-PARTS = ("main", "lr", "base", "beta")
+PARTS = ("main", "lr", "base", "beta", "ceiling", "prefix")
 
 
 def yarn_betas_rescaled(head_dim, base, train_length):
@@ -106,6 +116,10 @@ def _table(run, split):
     headers, rows = table_rows(run["methods"], run["checkpoints"], run["multipliers"], acc,
                                scratch)
     n_check = len(run["checkpoints"])
+    if "prefix_dynamic" in run and split in run["prefix_dynamic"]:   # no fine-tune: 0 steps only
+        rows.append([METHOD_LABELS["dynamic_prefix"]]
+                    + [_cell(per_seed) if c == 0 else "-"
+                       for per_seed in run["prefix_dynamic"][split] for c in range(n_check)])
     for name, label in (("blind", "position-blind"), ("window", "window < L")):
         values = run["baselines"][name][split]
         rows.append([label] + [f"{v:.2f}" for v in values for _ in range(n_check)])
@@ -235,7 +249,9 @@ def render(record, *, workers=None):
         "  Every seed is scored on the same test sequences, so test-set sampling is not in the",
         "  intervals; among about a hundred verdicts at 95 % each a few are expected by chance.",
         f"- versions: Python {v['python']}, numpy {v['numpy']}, {v['platform']}; "
-        f"{record['seconds']} s" + (f" with {workers} workers" if workers else ""),
+        f"{record['seconds']} s" + (f" with {workers} workers" if workers else "")
+        + (" (" + "; ".join(f"{k}: {v} s" for k, v in record["part_seconds"].items()) + ")"
+           if len(record.get("part_seconds", {})) > 1 else ""),
         "",
         record.get("note", ""),
         "",
@@ -322,6 +338,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
                         help="run only these parts and keep the others from the stored record")
+    parser.add_argument("--out", type=pathlib.Path, default=None,
+                        help="write LAB2_GRID.md, the JSON and the figure into this directory "
+                             "instead of the repository (a rerun to compare with the record)")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite LAB2_GRID.md from the stored lab2_grid.json")
     args = parser.parse_args(argv)
@@ -332,10 +351,12 @@ def main(argv=None):
     seeds = tuple(args.seeds[:2] if args.quick else args.seeds)
     checkpoints = (0, 25, 50) if args.quick else (0, 25, 50, 100, 200)
     out_dir = pathlib.Path(tempfile.mkdtemp()) if args.quick else ROOT / "benchmarks"
+    if args.out is not None:
+        out_dir = args.out
+        out_dir.mkdir(parents=True, exist_ok=True)
     task = make_task("recall_latest", n_keys=4, n_values=8)
     config = ModelConfig(scheme="rope", vocab_size=task.vocab_size, rope_base=TOY_BASE)
     command = "python tools/lab2_grid.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    start = time.perf_counter()
     keep = set(PARTS) - set(args.parts)
     record = json.loads(RECORD.read_text()) if keep and not args.quick else {}
     record |= {"command": command.strip(), "task": {"name": task.name,
@@ -349,29 +370,71 @@ def main(argv=None):
                                      checkpoints=checkpoints, workers=args.workers,
                                      **(SETTINGS | changes))
 
-    def save(key, value):
+    if "seconds" in record and "part_seconds" not in record:   # a record of the whole grid
+        record["part_seconds"] = {"main lr base beta": record["seconds"]}
+    record["part_seconds"] = {k: v for k, v in record.get("part_seconds", {}).items()
+                              if not set(k.split()) & set(args.parts)}
+    started = {}
+
+    def begin(part):
+        started[part] = time.perf_counter()
+        return True
+
+    def save(key, value, part):
         record[key] = value
-        record["seconds"] = round(time.perf_counter() - start)
+        record["part_seconds"][part] = round(time.perf_counter() - started[part])
+        record["seconds"] = sum(record["part_seconds"].values())
         _write(out_dir, record)
 
-    if "main" in args.parts:
+    if "main" in args.parts and begin("main"):
         main_run = run(**ceiling)
         record["versions"] = main_run.settings["versions"]
         _plot(out_dir, main_run, seeds)
-        save("main", summarise(main_run))
-    if "lr" in args.parts:
+        save("main", summarise(main_run), "main")
+    if "lr" in args.parts and begin("lr"):
         record["lr_variants"] = {}
         for lr in args.lr_variants:
             record["lr_variants"][str(lr)] = summarise(run(tune_lr=lr, scratch=False))
-            save("lr_variants", record["lr_variants"])
-    if "base" in args.parts:
+            save("lr_variants", record["lr_variants"], "lr")
+    if "base" in args.parts and begin("base"):
         second = ModelConfig(scheme="rope", vocab_size=task.vocab_size, rope_base=SECOND_BASE)
-        save("bases", {str(SECOND_BASE): summarise(run(config=second, scratch=False))})
-    if "beta" in args.parts:
+        save("bases", {str(SECOND_BASE): summarise(run(config=second, scratch=False))}, "base")
+    if "beta" in args.parts and begin("beta"):
         fast, slow = yarn_betas_rescaled(config.head_dim, TOY_BASE, TRAIN_LENGTH)
         beta_run = run(methods=("pi", "yarn", "yarn_no_t"), scratch=False,
                        yarn_params=(("beta_fast", fast), ("beta_slow", slow)))
-        save("yarn_beta", {"beta_fast": fast, "beta_slow": slow, "run": summarise(beta_run)})
+        save("yarn_beta", {"beta_fast": fast, "beta_slow": slow, "run": summarise(beta_run)}, "beta")
+    if "ceiling" in args.parts and begin("ceiling"):
+        s = SETTINGS
+        longer = ceiling_curve(task, config, ceiling_steps=(200,) if args.quick else LONGER_CEILING,
+                               train_length=TRAIN_LENGTH, multipliers=s["multipliers"],
+                               seeds=seeds, batch=s["scratch_batch"], lr=s["lr"],
+                               n_test=s["n_test"], workers=args.workers)
+        curve = dict(record["main"].get("ceiling_curve", {}))
+        curve |= {str(n): {"far": np.round(far, 4).tolist(), "passkey": np.round(key, 4).tolist()}
+                  for n, (far, key) in sorted(longer.items())}
+        record["main"]["ceiling_curve"] = curve
+        save("main", record["main"], "ceiling")
+    if "prefix" in args.parts and begin("prefix"):
+        s = SETTINGS
+        targets = {"main": (record["main"], config)}
+        for base, run_ in record.get("bases", {}).items():
+            targets[f"base {base}"] = (run_, ModelConfig(scheme="rope", vocab_size=task.vocab_size,
+                                                         rope_base=float(base)))
+        for label, (run_, cfg) in targets.items():
+            scores = prefix_dynamic(task, cfg, seeds=tuple(run_["seeds"]),
+                                    train_length=TRAIN_LENGTH, multipliers=s["multipliers"],
+                                    steps=s["steps"], batch=s["batch"], lr=s["lr"],
+                                    n_test=s["n_test"], workers=args.workers)
+            ntk = run_["methods"].index("ntk")
+            for split, one_pass in scores["ntk"].items():
+                stored = np.array(run_["accuracy"][split]["per_seed"])[ntk, :, 0]
+                if np.abs(np.round(one_pass, 4) - stored).max() > 0:
+                    raise SystemExit(f"{label}: NTK-aware in one pass ({split}) differs from the "
+                                     "stored grid: not the grid's pre-trained models")
+            run_["prefix_dynamic"] = {split: np.round(v, 4).tolist()
+                                      for split, v in scores["prefix"].items()}
+        save("main", record["main"], "prefix")
     print(f"wrote {out_dir / 'LAB2_GRID.md'} ({record['seconds']} s)")
     return 0
 

@@ -616,6 +616,32 @@ CATALOGUE: tuple[Mutant, ...] = (
     _m("yarn_no_t_keeps_temperature", "lab.extension",
        "\"yarn_no_t\": (\"yarn\", False)}", "\"yarn_no_t\": (\"yarn\", True)}",
        "default", "YaRN without temperature keeps its temperature"),
+    _m("passkey_attention_on_key", "lab.extension",
+       "answer = query - answer_distance(task, tokens, mask)[rows, query] + 1",
+       "answer = query - answer_distance(task, tokens, mask)[rows, query]",
+       "off-by-one", "passkey attention read on the needle's key, not on its value"),
+    _m("bootstrap_ninety_percent", "lab.extension",
+       "low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])",
+       "low, high = np.quantile(means, [1 - level, level])",
+       "formula", "percentile bootstrap takes one-sided quantiles (a 90 % interval)"),
+    _m("t_interval_population_std", "lab.extension",
+       "* diff.std(ddof=1) / np.sqrt(diff.size)", "* diff.std() / np.sqrt(diff.size)",
+       "formula", "Student-t interval with the population standard deviation"),
+    _m("verdict_on_high_end", "lab.extension",
+       "return \"agrees\" if low > 0 else", "return \"agrees\" if high > 0 else",
+       "sign", "a claim agrees when its interval's upper end is above 0"),
+    _m("fine_tune_unpaired", "lab.extension",
+       "\"seed\": 1000 * job[\"seed\"] + 10 * multipliers.index(m),",
+       "\"seed\": 1000 * job[\"seed\"] + 10 * multipliers.index(m) + METHODS.index(method),",
+       "default", "each method fine-tunes on its own data (comparisons unpaired)"),
+    _m("prefix_rule_one_short", "lab.extension",
+       "scaled = method_config(config, \"ntk\", n / train_length, train_length)",
+       "scaled = method_config(config, \"ntk\", max(1.0, (n - 1) / train_length), train_length)",
+       "off-by-one", "section 3.3 rule reads the factor of a prefix one token shorter"),
+    _m("variant_checker_all_split", "exercises.context_extension",
+       "far.append(hits[core.train_length:].sum() / total[core.train_length:].sum())",
+       "far.append(hits.sum() / total.sum())",
+       "mask", "Exercise 12.3 grades accuracy over all scored queries, not the far ones"),
     # --- real_model -----------------------------------------------------------------------------
     _m("rms_norm_centred", "real_model.model",
        "variance = np.mean(np.square(x), axis=-1, keepdims=True, dtype=np.float32)",
@@ -660,7 +686,8 @@ FIRST = ("attn_no_scale", "shaw_clip_minus_one", "rope_matrix_transposed", "alib
 TEACHES = {"attention": "01", "sinusoidal": "02", "learned": "03", "relative": "04", "rope": "05",
            "alibi": "06", "scaling": "07", "practice": "08", "lab.model": "09", "lab.train": "09",
            "lab.tasks": "09", "lab.extension": "12", "multimodal": "10", "modern": "11",
-           "real_model.model": "13", "real_model.measures": "13"}
+           "real_model.model": "13", "real_model.measures": "13",
+           "exercises.context_extension": "12"}
 
 
 # --- which notebooks and tests a module reaches ----------------------------------------------------

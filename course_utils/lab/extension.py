@@ -45,7 +45,7 @@ __all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "Context
            "position_blind_expected", "evaluate_by_distance", "baselines_by_distance",
            "SPLITS", "paired_bootstrap", "verdict", "CLAIMS", "summarise", "cell_values",
            "claim_differences", "claim_table", "verdict_matrix", "evaluate_passkey", "t_interval",
-           "PASSKEY_SEED"]
+           "PASSKEY_SEED", "ceiling_curve", "prefix_forward", "prefix_dynamic"]
 
 METHODS = ("rope", "pi", "ntk", "dynamic", "yarn", "yarn_no_t")
 """Unchanged RoPE, Position Interpolation, NTK-aware, dynamic NTK, YaRN, YaRN without its
@@ -53,7 +53,8 @@ attention temperature."""
 
 METHOD_LABELS = {"rope": "RoPE, unchanged", "pi": "PI", "ntk": "NTK-aware",
                  "dynamic": "dynamic NTK", "yarn": "YaRN", "yarn_no_t": "YaRN, no temperature",
-                 "scratch": "trained at the long length"}
+                 "scratch": "trained at the long length",
+                 "dynamic_prefix": "dynamic NTK, prefix by prefix (YaRN 3.3)"}
 _SCALING = {"pi": ("linear", True), "ntk": ("ntk", True), "dynamic": ("dynamic", True),
             "yarn": ("yarn", True), "yarn_no_t": ("yarn", False)}
 _COLORS = {"rope": "0.35", "pi": "#1b9e77", "ntk": "#d95f02", "dynamic": "#7570b3",
@@ -356,10 +357,43 @@ def _by_distance(weights, distance, from_position, length):
                        minlength=length)
 
 
+def _dynamic_prefix(dynamic_prefix, config):
+    """``None``, or the training length of YaRN's section 3.3 rule (checked)."""
+    if dynamic_prefix is None:
+        return None
+    if config.scheme != "rope" or config.rope_scaling is not None:
+        raise ValueError("dynamic_prefix needs a config with scheme='rope' and no rope_scaling "
+                         "(the rule sets the scaling at each prefix)")
+    return val.positive_int(dynamic_prefix, "dynamic_prefix")
+
+
+def prefix_forward(params, tokens, config, train_length):
+    """Logits under YaRN's dynamic scaling read prefix by prefix (Peng et al. 2023, section 3.3).
+
+    The prediction at position ``t`` comes from a pass over the prefix ``tokens[:, :t + 1]``
+    alone, whose ``N = t + 1`` tokens are all rotated with NTK-aware frequencies for the factor
+    ``s' = max(1, N / train_length)``, as in generation that recomputes every key at each new
+    length (no cache of keys rotated at an earlier length). Positions ``t < train_length`` read
+    the unchanged RoPE, and the last position of a sequence of ``s * train_length`` tokens
+    reads NTK-aware with factor ``s``. ``config`` is the unscaled model. Returns the logits
+    ``(batch, length, vocab)``; costs one pass per position past ``train_length``.
+    """
+    train_length = _dynamic_prefix(train_length, config)
+    logits, _ = forward(params, tokens, config)     # causal: right for every t < train_length
+    for n in range(train_length + 1, tokens.shape[1] + 1):
+        scaled = method_config(config, "ntk", n / train_length, train_length)
+        logits[:, n - 1] = forward(params, tokens[:, :n], scaled)[0][:, n - 1]
+    return logits
+
+
 def evaluate_by_distance(params, config, task, length, *, from_position, n_sequences=64,
-                         seed=1234, batch=32):
+                         seed=1234, batch=32, dynamic_prefix=None):
     """:func:`~course_utils.lab.train.evaluate_by_position` on the same test sequences, plus
     the counts at positions ``>= from_position`` by :func:`answer_distance`.
+
+    ``dynamic_prefix``: a training length ``L``; the logits then come from
+    :func:`prefix_forward` (YaRN's section 3.3 rule, prefix by prefix) on the unscaled
+    ``config``.
 
     Returns
     -------
@@ -372,12 +406,14 @@ def evaluate_by_distance(params, config, task, length, *, from_position, n_seque
     n_sequences = val.positive_int(n_sequences, "n_sequences")
     batch = val.positive_int(batch, "batch")
     from_position = val.positive_int(from_position, "from_position", allow_zero=True)
+    dynamic_prefix = _dynamic_prefix(dynamic_prefix, config)
     correct, total = np.zeros(length, dtype=np.int64), np.zeros(length, dtype=np.int64)
     hits, counted = np.zeros(length, dtype=np.int64), np.zeros(length, dtype=np.int64)
     loss_sum = 0.0
     with _one_blas_thread():
         for tokens, labels, mask in _test_batches(task, length, n_sequences, seed, batch):
-            logits, _ = forward(params, tokens, config)
+            logits = (forward(params, tokens, config)[0] if dynamic_prefix is None
+                      else prefix_forward(params, tokens, config, dynamic_prefix))
             if mask.any():
                 loss_sum += cross_entropy(logits, labels, mask)[0] * int(mask.sum())
             right = (np.argmax(logits, axis=-1) == labels) & mask
@@ -428,7 +464,7 @@ PASSKEY_SEED = 4321
 
 
 def evaluate_passkey(params, config, task, length, *, min_distance, n_sequences=128,
-                     seed=PASSKEY_SEED, batch=32):
+                     seed=PASSKEY_SEED, batch=32, dynamic_prefix=None):
     """Accuracy on :func:`~course_utils.lab.tasks.far_recall_batch` (one query per sequence,
     its answer ``min_distance`` or more tokens back) and the attention the query pays to the
     answer.
@@ -445,6 +481,10 @@ def evaluate_passkey(params, config, task, length, *, min_distance, n_sequences=
     blind, window : float, the expected hits of the baselines of :func:`baselines_by_distance`:
     the needle is the only earlier copy, so the position-blind reader is always right, and a
     reader of fewer than ``min_distance`` tokens never sees it and guesses
+
+    ``dynamic_prefix``: a training length ``L``; the query then reads its prefix (the sequence
+    up to it) with NTK-aware frequencies for ``max(1, N / L)``, ``N`` the prefix's length, as
+    :func:`prefix_forward`.
     """
     if not isinstance(task, Task) or task.name != "recall_latest" \
             or not isinstance(config, ModelConfig):
@@ -453,6 +493,7 @@ def evaluate_passkey(params, config, task, length, *, min_distance, n_sequences=
     n_sequences = val.positive_int(n_sequences, "n_sequences")
     batch = val.positive_int(batch, "batch")
     min_distance = val.positive_int(min_distance, "min_distance")
+    dynamic_prefix = _dynamic_prefix(dynamic_prefix, config)
     settings = dict(task.settings)
     rng = np.random.default_rng(val.positive_int(seed, "seed", allow_zero=True))
     hits, needle, blind, window = 0, 0.0, 0.0, 0.0
@@ -461,8 +502,14 @@ def evaluate_passkey(params, config, task, length, *, min_distance, n_sequences=
             tokens, labels, mask = far_recall_batch(
                 rng, min(batch, n_sequences - start), length, min_distance=min_distance,
                 n_keys=settings["n_keys"], n_values=settings["n_values"])
-            logits, cache = forward(params, tokens, config)
             rows, query = np.nonzero(mask)
+            seen, scaled = tokens, config
+            if dynamic_prefix is not None:       # one query per sequence, at the same position
+                seen = tokens[:, :query.max() + 1]
+                assert (query == query.max()).all(), "far_recall_batch puts every query last"
+                scaled = method_config(config, "ntk", max(1.0, seen.shape[1] / dynamic_prefix),
+                                       dynamic_prefix)
+            logits, cache = forward(params, seen, scaled)
             hits += int((np.argmax(logits[rows, query], axis=-1) == labels[rows, query]).sum())
             answer = query - answer_distance(task, tokens, mask)[rows, query] + 1
             # (sequences, heads) per layer: advanced indices around a slice come first
@@ -543,7 +590,8 @@ def _job(job):
     if kind in ("base", "scratch"):
         length = s["train_length"] * (1 if kind == "base" else max(s["multipliers"]))
         params, _ = train(task, job["config"],
-                          steps=s["steps"] if kind == "base" else job.get("steps", s["scratch_steps"]),
+                          steps=(s["steps"] if kind == "base" else job["steps"] if "steps" in job
+                                 else s["scratch_steps"]),
                           batch=s["batch"] if kind == "base" else s["scratch_batch"], length=length,
                           lr=s["lr"] if kind == "base" else s["scratch_lr"], seed=job["seed"],
                           progress=False)
@@ -599,6 +647,123 @@ def _schedule(jobs_first, make_followers, workers, progress, description, n_tota
 def _close(bar):
     if hasattr(bar, "close"):
         bar.close()
+
+
+def _ceiling_of(results, seeds, ceiling_steps, train_length):
+    """``{steps: (far-split accuracy at the longest length, passkey accuracy)}``, per seed, from
+    the results of the jobs ``("ceiling", seed, steps)``."""
+    ceiling = {}
+    for n in ceiling_steps:
+        far, key_acc = [], []
+        for s in seeds:
+            _, _, _, hits_d, labelled_d, *key = results[("ceiling", s, n)][1][-1]
+            far.append(hits_d[train_length:].sum() / labelled_d[train_length:].sum())
+            key_acc.append(key[0] / key[1] if key else np.nan)
+        ceiling[n] = (np.array(far), np.array(key_acc))
+    return ceiling
+
+
+def ceiling_curve(task, config, *, ceiling_steps, train_length=16, multipliers=(2, 4),
+                  seeds=(0, 1, 2), batch=8, lr=1e-2, n_test=128, passkey=True, workers=None,
+                  progress=None):
+    """Train the unchanged RoPE model from scratch at the longest length, once per seed and
+    number of steps, as :func:`run_context_extension` trains its ceiling (the same jobs, seeds
+    and test sequences): ``{steps: (far-split accuracy, passkey accuracy)}``, arrays
+    ``(seeds,)`` at ``max(multipliers) * train_length`` tokens. Extends a stored curve to more
+    steps without rerunning the grid."""
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
+    if not isinstance(config, ModelConfig) or config.scheme != "rope" or config.rope_scaling:
+        raise TypeError("config must be a ModelConfig with scheme='rope' and no rope_scaling")
+    for name, seq in (("ceiling_steps", ceiling_steps), ("multipliers", multipliers),
+                      ("seeds", seeds)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)) or not seq:
+            raise TypeError(f"{name} must be a non-empty list or tuple, got {seq!r:.60}")
+    ceiling_steps = tuple(val.positive_int(n, "ceiling_steps") for n in ceiling_steps)
+    seeds = tuple(val.positive_int(s, "seeds", allow_zero=True) for s in seeds)
+    settings = {"train_length": val.positive_int(train_length, "train_length"),
+                "multipliers": tuple(val.positive_int(m, "multipliers") for m in multipliers),
+                "scratch_batch": val.positive_int(batch, "batch"),
+                "scratch_lr": val.positive_float(lr, "lr"),
+                "n_test": val.positive_int(n_test, "n_test"),
+                "passkey": val.boolean(passkey, "passkey")}
+    if passkey and task.name != "recall_latest":
+        raise ValueError(f"passkey needs the recall_latest task, got {task.name!r}")
+    jobs = [{"id": ("ceiling", s, n), "kind": "scratch", "task": task, "config": config,
+             "seed": s, "steps": n, "settings": settings}
+            for n in sorted(ceiling_steps, reverse=True) for s in seeds]
+    workers = val.positive_int(workers or min(os.cpu_count() or 1, len(jobs)), "workers")
+    progress = _interactive_progress() if progress is None else val.boolean(progress, "progress")
+    results = _schedule(jobs, lambda job, result: [], workers, progress,
+                        f"{task.name}: from scratch", len(jobs))
+    return _ceiling_of(results, seeds, ceiling_steps, settings["train_length"])
+
+
+def _prefix_job(job):
+    """One seed of :func:`prefix_dynamic`: pre-train as :func:`run_context_extension` does, then
+    score every length prefix by prefix and, for comparison, in one pass with NTK-aware."""
+    task, config, s, L = job["task"], job["config"], job["settings"], job["settings"]["train_length"]
+    params, _ = train(task, config, steps=s["steps"], batch=s["batch"], length=L, lr=s["lr"],
+                      seed=job["seed"], progress=False)
+    out = {"prefix": [], "ntk": []}
+    for m in s["multipliers"]:
+        for name, scaled, rule in (("prefix", config, L),
+                                   ("ntk", method_config(config, "ntk", m, L), None)):
+            *_, hits, counted = evaluate_by_distance(params, scaled, task, m * L, from_position=L,
+                                                     n_sequences=s["n_test"], dynamic_prefix=rule)
+            key = evaluate_passkey(params, scaled, task, m * L, min_distance=L,
+                                   n_sequences=s["n_test"], dynamic_prefix=rule)
+            out[name].append((hits, counted, key[0] / key[1]))
+    return out
+
+
+def prefix_dynamic(task, config, *, seeds=(0, 1, 2), train_length=16, multipliers=(2, 4),
+                   steps=1000, batch=16, lr=1e-2, n_test=128, workers=None):
+    """The dynamic-scaling row of YaRN's section 3.3, scored prefix by prefix, with no fine-tune.
+
+    Pre-trains the unchanged RoPE model per seed exactly as :func:`run_context_extension` does
+    (same seeds and settings, so the same weights), then scores it at every multiplier with
+    :func:`prefix_forward` on the test sequences of :func:`evaluate_by_distance` and on the
+    passkey, and again in one pass with NTK-aware frequencies for the multiplier (the grid's
+    NTK-aware row at 0 steps, to check that the weights are the grid's).
+
+    Returns
+    -------
+    dict ``{"prefix": {split: array (multipliers, seeds)}, "ntk": the same}``, splits
+    :data:`SPLITS` and ``"passkey"``
+    """
+    if not isinstance(task, Task) or task.name != "recall_latest":
+        raise TypeError("task must be make_task('recall_latest', ...)")
+    if not isinstance(config, ModelConfig) or config.scheme != "rope" or config.rope_scaling:
+        raise TypeError("config must be a ModelConfig with scheme='rope' and no rope_scaling")
+    for name, seq in (("multipliers", multipliers), ("seeds", seeds)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)) or not seq:
+            raise TypeError(f"{name} must be a non-empty list or tuple, got {seq!r:.60}")
+    seeds = tuple(val.positive_int(s, "seeds", allow_zero=True) for s in seeds)
+    settings = {"train_length": val.positive_int(train_length, "train_length"),
+                "multipliers": tuple(val.positive_int(m, "multipliers") for m in multipliers),
+                "steps": val.positive_int(steps, "steps"), "batch": val.positive_int(batch, "batch"),
+                "lr": val.positive_float(lr, "lr"), "n_test": val.positive_int(n_test, "n_test")}
+    jobs = [{"task": task, "config": config, "seed": s, "settings": settings} for s in seeds]
+    workers = val.positive_int(workers or min(os.cpu_count() or 1, len(jobs)), "workers")
+    if workers == 1:
+        results = [_prefix_job(job) for job in jobs]
+    else:
+        with _process_pool(workers) as pool:
+            results = list(pool.map(_prefix_job, jobs))
+    distance = None
+    out = {}
+    for name in ("prefix", "ntk"):
+        out[name] = {split: np.empty((len(multipliers), len(seeds)))
+                     for split in SPLITS + ("passkey",)}
+        for j, result in enumerate(results):
+            for k, (hits, counted, key) in enumerate(result[name]):
+                distance = np.arange(len(counted))
+                for split, keep in (("all", distance >= 0), ("near", distance < train_length),
+                                    ("far", distance >= train_length)):
+                    out[name][split][k, j] = hits[keep].sum() / counted[keep].sum()
+                out[name]["passkey"][k, j] = key
+    return out
 
 
 def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
@@ -768,14 +933,7 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
                                          window=train_length, n_sequences=settings["n_test"])
             for name in baseline_dist:
                 baseline_dist[name][k, :m * train_length] = base[name]
-    ceiling = {}      # {steps: (far-split accuracy at the longest length, passkey accuracy), per seed}
-    for n in ceiling_steps:
-        far = [], []
-        for s in seeds:
-            _, _, _, hits_d, labelled_d, *key = results[("ceiling", s, n)][1][-1]
-            far[0].append(hits_d[train_length:].sum() / labelled_d[train_length:].sum())
-            far[1].append(key[0] / key[1] if key else np.nan)
-        ceiling[n] = (np.array(far[0]), np.array(far[1]))
+    ceiling = _ceiling_of(results, seeds, ceiling_steps, train_length)
     base_accuracy = np.array([results[("base", s)][1][0][0].sum() / results[("base", s)][1][0][1].sum()
                               for s in seeds])
     base_models = tuple((config, results[("base", s)][0]) for s in seeds)
@@ -988,10 +1146,22 @@ CLAIMS = (
     ("NTK-aware over blind (4L, 0 steps)", "bloc97 2023, title", ("ntk", 4, 0), ("blind", 4, 0)),
     ("temperature helps YaRN (4L, 25)", "Peng et al. 2023, section 3.4",
      ("yarn", 4, 25), ("yarn_no_t", 4, 25)),
+    ("3.3 dynamic over RoPE (4L, 0 steps)", "Peng et al. 2023, section 3.3",
+     ("dynamic_prefix", 4, 0), ("rope", 4, 0)),
+    ("3.3 dynamic over blind (4L, 0 steps)", "Peng et al. 2023, introduction",
+     ("dynamic_prefix", 4, 0), ("blind", 4, 0)),
+    ("3.3 per prefix over one pass (4L, 0 steps)", "the two readings of section 3.3",
+     ("dynamic_prefix", 4, 0), ("ntk", 4, 0)),
 )
 """Each claim as ``(name, where it is made, A, B)``: the toy agrees when ``A - B > 0`` on the far
 split. ``A`` and ``B`` are ``(who, multiplier, fine-tune steps)``, ``who`` a method of
-:data:`METHODS`, ``"scratch"`` (trained at the long length), ``"blind"`` or ``"window"``."""
+:data:`METHODS`, ``"scratch"`` (trained at the long length), ``"blind"``, ``"window"`` or
+``"dynamic_prefix"`` (:func:`prefix_dynamic`, YaRN's section 3.3 rule scored prefix by prefix,
+with no fine-tune)."""
+
+_PASSKEY_SAME = ("3.3 per prefix over one pass",)
+"""Claims left out on the passkey: its query is the sequence's last token, whose prefix is the
+whole sequence, so the section 3.3 rule gives it NTK-aware's frequencies for ``s`` exactly."""
 
 
 def summarise(result):
@@ -1064,6 +1234,10 @@ def cell_values(run, who, multiplier, steps, split="far"):
         return np.full(n_seeds, run["baselines"][who][split][k])
     if who == "scratch":
         return np.array(run["scratch_accuracy"][split]["per_seed"][k])
+    if who == "dynamic_prefix":
+        if "prefix_dynamic" not in run or steps != 0:
+            raise ValueError("dynamic_prefix needs a record with 'prefix_dynamic' and steps 0")
+        return np.array(run["prefix_dynamic"][split][k])
     if who not in run["methods"] or steps not in run["checkpoints"]:
         raise ValueError(f"who must be a method of {run['methods']} and steps one of "
                          f"{run['checkpoints']}, got {who!r}, {steps!r}")
@@ -1083,6 +1257,7 @@ def claim_differences(run, split="far", claims=CLAIMS):
     for name, _, a, b in claims:
         if all(w in ("scratch", "blind", "window") or (w in run["methods"]
                                                        and st in run["checkpoints"])
+               or (w == "dynamic_prefix" and "prefix_dynamic" in run and st == 0)
                for w, _, st in (a, b)) and ("scratch_accuracy" in run or "scratch" not in
                                             (a[0], b[0])):
             out[name] = cell_values(run, *a, split) - cell_values(run, *b, split)
@@ -1106,7 +1281,8 @@ def verdict_matrix(runs, split="far"):
 
     ``runs``: ``{label: record}`` of :func:`summarise` records (the main grid and its variants).
     A claim appears when at least one run holds its cells; on the ``"passkey"`` split the claims
-    against the position-blind reader are left out, because that reader is always right there.
+    against the position-blind reader are left out, because that reader is always right there,
+    and so are those of ``_PASSKEY_SAME`` (equal there by construction).
     """
     if not isinstance(runs, dict) or not runs:
         raise TypeError(f"runs must be a non-empty dict of summarise records, got {runs!r:.60}")
@@ -1115,7 +1291,8 @@ def verdict_matrix(runs, split="far"):
         diffs = claim_differences(run, split)
         tables[label] = {row[0]: row[1:] + (verdict(*t_interval(diffs[row[0]])[1:]),)
                          for row in claim_table(run, split)
-                         if not (split == "passkey" and "blind" in row[0])}
+                         if not (split == "passkey" and ("blind" in row[0] or any(
+                             row[0].startswith(same) for same in _PASSKEY_SAME)))}
     return {name: {label: table[name] for label, table in tables.items() if name in table}
             for name, *_ in CLAIMS if any(name in table for table in tables.values())}
 

@@ -1,0 +1,133 @@
+"""YaRN's section 3.3 dynamic rule read prefix by prefix, and the from-scratch curve extended on
+its own: against NTK-aware's closed-form base, the one-pass grid, and the grid's own ceiling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from course_utils.lab.extension import (
+    ceiling_curve,
+    claim_differences,
+    evaluate_by_distance,
+    evaluate_passkey,
+    method_config,
+    prefix_dynamic,
+    prefix_forward,
+    run_context_extension,
+    summarise,
+    verdict_matrix,
+)
+from course_utils.lab.model import ModelConfig, forward, init_params
+from course_utils.lab.tasks import make_task
+
+TASK = make_task("recall_latest", n_keys=4, n_values=8)
+BASE = 3.8
+
+
+def _config(base=BASE):
+    return ModelConfig(scheme="rope", vocab_size=TASK.vocab_size, d_model=16, n_heads=2,
+                       d_mlp=16, rope_base=base)
+
+
+def _tokens(length, batch=3, seed=5):
+    return TASK.batch(np.random.default_rng(seed), batch, length)[0]
+
+
+def test_each_position_reads_ntk_aware_for_its_own_prefix_length():
+    # The witness: NTK-aware is the unscaled RoPE with base b s^(d/(d-2)) (bloc97 2023; the
+    # "ntk" rule of transformers' modeling_rope_utils), a model built with that base and no
+    # scaling at all. Position t of the prefix rule must equal that model, for s = (t+1)/L,
+    # run on tokens[:, :t+1]; positions before L the unscaled model.
+    config, length, L = _config(), 40, 16
+    params = init_params(config, seed=1)
+    tokens = _tokens(length)
+    got = prefix_forward(params, tokens, config, L)
+    d = config.head_dim
+    for t in range(length):
+        s = max(1.0, (t + 1) / L)
+        alone = ModelConfig(**{**config.__dict__, "rope_base": BASE * s ** (d / (d - 2))})
+        want = forward(params, tokens[:, :t + 1], alone)[0][:, t]
+        np.testing.assert_allclose(got[:, t], want, rtol=1e-10, atol=1e-12,
+                                   err_msg=f"position {t}")
+
+
+def test_the_last_position_of_s_L_tokens_is_ntk_aware_with_factor_s():
+    config, L = _config(), 16
+    params = init_params(config, seed=2)
+    for s in (2, 4):
+        tokens = _tokens(s * L)
+        one_pass = forward(params, tokens, method_config(config, "ntk", s, L))[0]
+        np.testing.assert_allclose(prefix_forward(params, tokens, config, L)[:, -1],
+                                   one_pass[:, -1], rtol=1e-12, atol=1e-12)
+        # and not at the position before: there the factor is (s L - 1)/L
+        assert not np.allclose(prefix_forward(params, tokens, config, L)[:, -2],
+                               one_pass[:, -2], atol=1e-9)
+
+
+def test_scores_within_L_are_the_unscaled_models_and_the_passkey_is_ntk_awares():
+    config, L = _config(), 16
+    params = init_params(config, seed=3)
+    plain = evaluate_by_distance(params, config, TASK, L, from_position=4, n_sequences=8)
+    rule = evaluate_by_distance(params, config, TASK, L, from_position=4, n_sequences=8,
+                                dynamic_prefix=L)
+    for a, b in zip(plain, rule, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    # the passkey's query is the last token: its prefix is the whole sequence
+    for s in (2, 4):
+        ntk = evaluate_passkey(params, method_config(config, "ntk", s, L), TASK, s * L,
+                               min_distance=L, n_sequences=16)
+        rule = evaluate_passkey(params, config, TASK, s * L, min_distance=L, n_sequences=16,
+                                dynamic_prefix=L)
+        assert ntk[0] == rule[0]
+        np.testing.assert_allclose(ntk[2], rule[2], rtol=1e-12)
+
+
+def test_the_rule_refuses_a_scaled_config_and_bad_lengths():
+    config = _config()
+    params = init_params(config, seed=0)
+    scaled = method_config(config, "pi", 2, 16)
+    with pytest.raises(ValueError, match="dynamic_prefix"):
+        evaluate_by_distance(params, scaled, TASK, 32, from_position=16, dynamic_prefix=16)
+    with pytest.raises(ValueError, match="dynamic_prefix"):
+        evaluate_passkey(params, config, TASK, 32, min_distance=16, dynamic_prefix=0)
+    with pytest.raises(ValueError, match="dynamic_prefix"):
+        prefix_forward(params, _tokens(32), config, -3)
+    with pytest.raises(TypeError, match="task"):
+        prefix_dynamic(make_task("copy_back"), config)
+
+
+SMALL = dict(train_length=16, multipliers=(2, 4), seeds=(0, 1), steps=4, n_test=8)
+
+
+def test_prefix_dynamic_retrains_the_grids_models():
+    # The grid's NTK-aware row at 0 steps, from run_context_extension, is what prefix_dynamic
+    # scores in one pass after retraining from the same seeds: the same weights.
+    run = summarise(run_context_extension(TASK, _config(), methods=("ntk",), checkpoints=(0, 2),
+                                          passkey=True, scratch=False, progress=False,
+                                          workers=1, **SMALL))
+    scores = prefix_dynamic(TASK, _config(), workers=1, **SMALL)
+    for split, values in scores["ntk"].items():
+        np.testing.assert_allclose(np.round(values, 4),
+                                   np.array(run["accuracy"][split]["per_seed"])[0, :, 0])
+    run["prefix_dynamic"] = {k: np.round(v, 4).tolist() for k, v in scores["prefix"].items()}
+    diffs = claim_differences(run)
+    np.testing.assert_allclose(diffs["3.3 per prefix over one pass (4L, 0 steps)"],
+                               scores["prefix"]["far"][1] - scores["ntk"]["far"][1], atol=2e-4)
+    # on the passkey the two rules agree by construction, so the claim is left out there
+    assert "3.3 per prefix over one pass (4L, 0 steps)" not in verdict_matrix({"r": run}, "passkey")
+    np.testing.assert_allclose(scores["prefix"]["passkey"], scores["ntk"]["passkey"])
+
+
+def test_ceiling_curve_is_the_grids_curve():
+    kwargs = dict(train_length=16, multipliers=(2, 4), seeds=(0, 1), n_test=8)
+    run = run_context_extension(TASK, _config(), methods=("rope",), checkpoints=(0, 2), steps=3,
+                                passkey=True, scratch_batch=4, scratch_lr=3e-3,
+                                ceiling_steps=(2, 5), progress=False, workers=1, **kwargs)
+    alone = ceiling_curve(TASK, _config(), ceiling_steps=(5, 2), batch=4, lr=3e-3, workers=1,
+                          progress=False, **kwargs)
+    for n in (2, 5):
+        for a, b in zip(run.ceiling_curve[n], alone[n], strict=True):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(TypeError, match="ceiling_steps"):
+        ceiling_curve(TASK, _config(), ceiling_steps=())
