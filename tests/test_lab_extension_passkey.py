@@ -3,7 +3,9 @@ to the toy: against loops over single sequences, transformers' ramp and Llama 2'
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import json
 import pathlib
 
 import numpy as np
@@ -127,3 +129,23 @@ def test_t_interval_against_the_textbook_case():
     assert mean - low == pytest.approx(high - mean, rel=1e-12)
     with pytest.raises(ValueError, match="diff"):
         t_interval(np.array([1.0]))
+
+
+def test_a_rerun_is_compared_verdict_by_verdict():
+    grid = _grid_tool()
+    record = json.loads(grid.RECORD.read_text())
+    same = grid.compare(record, copy.deepcopy(record))
+    assert same["cells_that_differ"] == 0 and same["largest_accuracy_difference"] == 0
+    assert same["far"]["verdicts"] > 50 and same["far"]["changed"] == []
+    # A rerun in which PI reads far queries worse at 4L after 100 steps on every seed:
+    # "PI: fine-tune recovers (4L, 0 -> 100)" no longer agrees in the main grid.
+    other = copy.deepcopy(record)
+    run = other["main"]
+    pi, k, c = run["methods"].index("pi"), run["multipliers"].index(4), \
+        run["checkpoints"].index(100)
+    cells = run["accuracy"]["far"]["per_seed"][pi][k]
+    cells[c] = list(cells[0])
+    changed = grid.compare(record, other)
+    assert changed["cells_that_differ"] == len(run["seeds"])
+    assert any(line.startswith("PI: fine-tune recovers (4L, 0 -> 100) / main")
+               and line.endswith("agrees -> unclear") for line in changed["far"]["changed"])

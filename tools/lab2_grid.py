@@ -255,6 +255,14 @@ def render(record, *, workers=None):
         "",
         record.get("note", ""),
         "",
+        "## Rerun on another floating-point path",
+        "",
+        "The grid rerun under an emulated CPU (`tools/lab2_grid.py --out DIR` with the",
+        "environment of `tools/portability.py`), compared with this record",
+        "(`tools/lab2_grid.py --compare DIR/lab2_grid.json --where NAME`):",
+        "",
+        _reruns(record),
+        "",
         "## Every verdict, far split",
         "",
         "Mean difference in brackets; runs: " + ", ".join(runs_of(record)) + ".",
@@ -307,6 +315,51 @@ def render(record, *, workers=None):
     return "\n".join(lines) + "\n"
 
 
+def compare(record, other):
+    """What a rerun (``other``, a record of this tool written elsewhere, e.g. on another
+    floating-point path) changes: per split, the number of (claim, run) verdicts both hold, those
+    whose verdict differs (percentile and t), and the largest per-seed accuracy difference."""
+    out = {"largest_accuracy_difference": 0.0, "cells_that_differ": 0, "cells": 0}
+    mine, theirs = runs_of(record), runs_of(other)
+    for label in set(mine) & set(theirs):
+        for split in mine[label]["accuracy"]:
+            if split not in theirs[label]["accuracy"]:
+                continue
+            a = np.array(mine[label]["accuracy"][split]["per_seed"])
+            b = np.array(theirs[label]["accuracy"][split]["per_seed"])
+            out["largest_accuracy_difference"] = max(out["largest_accuracy_difference"],
+                                                     float(np.abs(a - b).max()))
+            out["cells_that_differ"] += int((a != b).sum())
+            out["cells"] += a.size
+    for split in ("far", "passkey"):
+        a, b = verdict_matrix(mine, split), verdict_matrix(theirs, split)
+        pairs = [(claim, label) for claim in a for label in a[claim]
+                 if claim in b and label in b[claim]]
+        out[split] = {"verdicts": len(pairs),
+                      "changed": [f"{claim} / {label}: {a[claim][label][3]} -> "
+                                  f"{b[claim][label][3]}" for claim, label in pairs
+                                  if a[claim][label][3] != b[claim][label][3]],
+                      "t_changed": [f"{claim} / {label}: {a[claim][label][4]} -> "
+                                    f"{b[claim][label][4]}" for claim, label in pairs
+                                    if a[claim][label][4] != b[claim][label][4]]}
+    return out
+
+
+def _reruns(record):
+    lines = []
+    for where, diff in record.get("reruns", {}).items():
+        lines += [f"- **{where}** (`{diff['command']}`): {diff['cells_that_differ']} of "
+                  f"{diff['cells']} per-seed accuracies differ, by at most "
+                  f"{diff['largest_accuracy_difference']:.4f}."]
+        for split in ("far", "passkey"):
+            d = diff[split]
+            lines.append(f"  - {split}: {len(d['changed'])} of {d['verdicts']} verdicts change"
+                         + (": " + "; ".join(d["changed"]) if d["changed"] else "")
+                         + f"; under the t interval {len(d['t_changed'])} change"
+                         + (": " + "; ".join(d["t_changed"]) if d["t_changed"] else "") + ".")
+    return "\n".join(lines) if lines else "No rerun recorded."
+
+
 def _differs(main, run):
     keys = ("tune_lr", "rope_base", "yarn_params", "scratch")
     diff = {k: run["settings"].get(k) for k in keys
@@ -341,9 +394,25 @@ def main(argv=None):
     parser.add_argument("--out", type=pathlib.Path, default=None,
                         help="write LAB2_GRID.md, the JSON and the figure into this directory "
                              "instead of the repository (a rerun to compare with the record)")
+    parser.add_argument("--compare", type=pathlib.Path, default=None,
+                        help="a rerun's lab2_grid.json: store what it changes in the record "
+                             "(under --where) and rewrite LAB2_GRID.md")
+    parser.add_argument("--where", default=None, help="the rerun's floating-point path")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite LAB2_GRID.md from the stored lab2_grid.json")
     args = parser.parse_args(argv)
+    if args.compare is not None:
+        if not args.where:
+            parser.error("--compare needs --where (the rerun's floating-point path)")
+        record = json.loads(RECORD.read_text())
+        other = json.loads(args.compare.read_text())
+        record.setdefault("reruns", {})[args.where] = compare(record, other) | {
+            "command": other.get("command", "?"), "versions": other.get("versions")}
+        RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
+        for split in ("far", "passkey"):
+            print(split, record["reruns"][args.where][split])
+        return 0
     if args.render:
         record = json.loads(RECORD.read_text())
         (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
