@@ -1,0 +1,104 @@
+"""Chapter 12's prose numbers against the stored grid they are read from.
+
+The chapter's text quotes numbers of ``course_utils/data/records/lab2_grid.json`` (means over the
+seeds, differences, ranges over runs). Each test recomputes one statement from the record and
+looks for it, formatted as the text writes it, in the chapter's markdown: a regenerated grid
+that moves a number fails here until the sentence is reread.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+from course_utils.lab.extension import cell_values, paired_bootstrap
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CHAPTER = ROOT / "notebooks" / "12_lab_context_extension.ipynb"
+GRID = json.loads((ROOT / "course_utils" / "data" / "records" / "lab2_grid.json").read_text())
+MAIN = GRID["main"]
+BASE = GRID["bases"]["10000.0"]
+LR = GRID["lr_variants"]
+
+
+@pytest.fixture(scope="module")
+def text():
+    cells = json.loads(CHAPTER.read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def mean(run, who, mult, steps, split="far"):
+    return float(cell_values(run, who, mult, steps, split).mean())
+
+
+def diff(run, a, b, split="far"):
+    return float((cell_values(run, *a, split) - cell_values(run, *b, split)).mean())
+
+
+def f2(x):
+    return f"{x:.2f}"
+
+
+def signed(x, digits=2):
+    return f"{x:+.{digits}f}"
+
+
+def test_far_query_order_after_figure_2(text):
+    dips = [diff(MAIN, (m, 2, 25), (m, 2, 0)) for m in ("ntk", "yarn")]
+    assert f2(dips[0]) == f2(dips[1]) and f"({f2(dips[0])} each;".replace("-", "−") in text
+    assert (f"unchanged RoPE gains least ({f2(mean(MAIN, 'rope', 2, 200))} after 200 steps, "
+            f"against the position-blind {f2(mean(MAIN, 'blind', 2, 0))})") in text
+    pi, dyn = mean(MAIN, "pi", 4, 200), mean(MAIN, "dynamic", 4, 200)
+    ntk, yarn = mean(MAIN, "ntk", 4, 200), mean(MAIN, "yarn", 4, 200)
+    assert f"({f2(pi)} and {f2(dyn)})" in text and f"({f2(ntk)}, {f2(yarn)})" in text
+    assert f"the unchanged RoPE ({f2(mean(MAIN, 'rope', 4, 200))})" in text
+
+
+def test_extrapolation_and_pi_across_learning_rates(text):
+    gain = diff(MAIN, ("rope", 4, 100), ("rope", 4, 0))
+    assert f"{signed(gain, 3)} at $4L$ after 100 steps" in text
+    runs = [MAIN] + list(LR.values())
+    past = [diff(run, ("pi", 4, 100), ("rope", 4, 100)) for run in runs]
+    assert f"by {f2(min(past))} to {f2(max(past))}" in text
+    assert f"At base $10^4$ PI past RoPE is unclear ({diff(BASE, ('pi', 4, 100), ('rope', 4, 100)):+.2f})".replace(
+        "-", "−") in text
+
+
+def test_yarn_against_pi_ranges(text):
+    beta = GRID["yarn_beta"]["run"]
+    toy = [-diff(run, ("yarn", 2, n), ("pi", 2, n)) for run in [MAIN, *LR.values(), beta]
+           for n in (25, 50)]
+    assert f"PI ahead by {f2(min(toy))} to {f2(max(toy))}" in text
+    base = [diff(BASE, ("yarn", m, n), ("pi", m, n)) for m in (2, 4) for n in (25, 50)]
+    assert f"YaRN ahead by {f2(min(base))} to {f2(max(base))}" in text
+
+
+def test_ntk_aware_and_temperature_at_base_1e4(text):
+    over_pi = [diff(BASE, ("ntk", m, 0), ("pi", m, 0)) for m in (2, 4)]
+    assert f"({signed(over_pi[0])}, {signed(over_pi[1])})" in text
+    assert f"of that reader ({signed(diff(BASE, ('ntk', 4, 0), ('blind', 4, 0)))})" in text
+    assert f"{signed(diff(BASE, ('yarn', 4, 25), ('yarn_no_t', 4, 25)))} at base $10^4$" in text
+    reads = [mean(BASE, m, 4, 0) for m in ("ntk", "dynamic", "yarn")]
+    assert f"at {f2(min(reads))}–{f2(max(reads))} with no fine-tune" in text
+
+
+def test_temperature_in_the_main_grid(text):
+    d = cell_values(MAIN, "yarn", 4, 25) - cell_values(MAIN, "yarn_no_t", 4, 25)
+    m, low, high = paired_bootstrap(d)
+    quoted = f"{m:+.3f} [{low:+.3f}, {high:+.3f}]".replace("-", "−")
+    assert f"unchanged ({quoted} in the grid" in text
+
+
+def test_passkey_and_no_fine_tune_order(text):
+    best = max(mean(MAIN, m, 4, 200, "passkey") for m in MAIN["methods"])
+    assert f"at most {f2(best)} after 200 steps" in text
+    assert f"against {f2(mean(MAIN, 'pi', 4, 200))} for PI on the far split" in text
+    assert f"the worst in the grid ({f2(mean(MAIN, 'rope', 4, 0))})" in text
+    assert f"dynamic NTK is next ({f2(mean(MAIN, 'dynamic', 4, 0))})" in text
+    assert (f"({f2(mean(MAIN, 'ntk', 4, 0))} and {f2(mean(MAIN, 'pi', 4, 0))}, which the grid "
+            "cannot tell apart)") in text
+    assert np.isclose(mean(MAIN, "ntk", 4, 0) - mean(MAIN, "pi", 4, 0),
+                      diff(MAIN, ("ntk", 4, 0), ("pi", 4, 0)))
