@@ -62,6 +62,7 @@ import numpy as np  # noqa: E402
 
 from course_utils.lab.extension import (  # noqa: E402
     METHOD_LABELS,
+    _style,
     ceiling_curve,
     format_table,
     plot_vs_steps,
@@ -286,6 +287,9 @@ def render(record, *, workers=None):
         "",
         _steps(main),
         "",
+        "![share of seeds at the position-blind reader's far accuracy by fine-tune steps]"
+        "(lab2_steps.png)",
+        "",
         "## Trained at 4L from scratch, by training steps",
         "",
         _ceiling(main),
@@ -371,6 +375,36 @@ def _write(out_dir, record):
     json_path = RECORD if out_dir == ROOT / "benchmarks" else out_dir / "lab2_grid.json"
     json_path.write_text(json.dumps(record, indent=1) + "\n")
     (out_dir / "LAB2_GRID.md").write_text(render(record))
+    _plot_steps(out_dir, record)
+
+
+def _plot_steps(out_dir, record):
+    """Steps-to-threshold curves: the share of seeds whose far accuracy has reached the
+    position-blind reader's by each checkpoint, per method, length and base."""
+    runs = {f"base {record['toy_base']:.2f}": record["main"]}
+    runs |= {f"base {float(b):g}": run for b, run in record.get("bases", {}).items()}
+    fig, axes = plt.subplots(len(runs), 2, figsize=(10, 3.2 * len(runs)), sharex=True,
+                             sharey=True, squeeze=False)
+    for row, (label, run) in zip(axes, runs.items(), strict=True):
+        for ax, mult in zip(row, run["multipliers"], strict=True):
+            for a, m in enumerate(run["methods"]):
+                st = steps_to_threshold(run, m, mult)
+                # a step function of the checkpoints; equal curves offset by 0.012 a method
+                share = np.array([(st <= c).mean() for c in run["checkpoints"]])
+                ax.plot(run["checkpoints"], share + 0.012 * (a - 2.5), marker="o", markersize=3,
+                        drawstyle="steps-post", **_style(m))
+            ax.set_title(f"{label}, {mult}L: threshold "
+                         f"{run['baselines']['blind']['far'][run['multipliers'].index(mult)]:.2f}",
+                         fontsize=10)
+            ax.set_xlabel("fine-tune steps")
+        row[0].set_ylabel("share of seeds at or past it")
+    axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle("Steps to the position-blind reader's far accuracy, "
+                 f"{len(record['main']['seeds'])} seeds (curves offset by up to 0.03 so that "
+                 "equal ones stay visible)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out_dir / "lab2_steps.png", dpi=110)
+    plt.close(fig)
 
 
 def _plot(out_dir, main_run, seeds):
@@ -416,6 +450,7 @@ def main(argv=None):
     if args.render:
         record = json.loads(RECORD.read_text())
         (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
+        _plot_steps(ROOT / "benchmarks", record)
         return 0
     seeds = tuple(args.seeds[:2] if args.quick else args.seeds)
     checkpoints = (0, 25, 50) if args.quick else (0, 25, 50, 100, 200)
