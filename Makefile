@@ -26,7 +26,7 @@ OLDEST_TESTS ?= tests notebooks
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid lab2-core lab1-results long-context mutants pages clean
+.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid lab2-ceiling lab2-core lab1-results long-context mutants pages clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -149,8 +149,11 @@ lab1-results: setup ## Length-generalisation lab (notebook 09): every model it t
 lab2-core: setup ## Context-extension lab (notebook 12): its core run (3 seeds, 6 methods, 2 lengths, about 2 min on 2 free cores): course_utils/data/records/lab2_core.json and .npz, which 12 reads
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_core.py --workers 2
 
-lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-tunes to 200 steps, far/near split, baselines, bootstrap intervals (about 40 min on 2 cores): benchmarks/LAB2_GRID.md
+lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-tunes to 200 steps, far/near split, baselines, bootstrap intervals (about 45 min on 2 cores): benchmarks/LAB2_GRID.md
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2
+
+lab2-ceiling: setup ## Context-extension lab (notebook 12): the model trained at 4L from scratch for 8000 and 16000 steps, 10 seeds (about 35 min on 2 cores), added to the grid's record
+	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2 --parts ceiling
 
 long-context: setup ## Chapter 13's long measurements on SmolLM2-135M-Instruct (needs the model file; about 25 min on 2 cores): benchmarks/LONG_CONTEXT.md and course_utils/data/records/long_context.json
 	$(PYTHON) tools/long_context.py

@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import pathlib
 
-import numpy as np
 import pytest
 
-from course_utils.lab.extension import cell_values, paired_bootstrap
+from course_utils.lab.extension import cell_values, paired_bootstrap, t_interval, verdict
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "notebooks" / "12_lab_context_extension.ipynb"
@@ -38,6 +37,12 @@ def diff(run, a, b, split="far"):
     return float((cell_values(run, *a, split) - cell_values(run, *b, split)).mean())
 
 
+def verdicts(run, a, b, split="far"):
+    """The bootstrap and the t verdict of A - B."""
+    d = cell_values(run, *a, split) - cell_values(run, *b, split)
+    return verdict(*paired_bootstrap(d)[1:]), verdict(*t_interval(d)[1:])
+
+
 def f2(x):
     return f"{x:.2f}"
 
@@ -49,12 +54,23 @@ def signed(x, digits=2):
 def test_far_query_order_after_figure_2(text):
     dips = [diff(MAIN, (m, 2, 25), (m, 2, 0)) for m in ("ntk", "yarn")]
     assert f2(dips[0]) == f2(dips[1]) and f"({f2(dips[0])} each;".replace("-", "−") in text
+    assert verdicts(MAIN, ("ntk", 2, 25), ("ntk", 2, 0)) == ("disagrees", "unclear")
+    assert verdicts(MAIN, ("yarn", 2, 25), ("yarn", 2, 0)) == ("disagrees", "disagrees")
+    gains = {m: diff(MAIN, (m, 2, 200), (m, 2, 0)) for m in MAIN["methods"]}
+    assert min(gains, key=gains.get) == "rope"      # "gains least"
     assert (f"unchanged RoPE gains least ({f2(mean(MAIN, 'rope', 2, 200))} after 200 steps, "
             f"against the position-blind {f2(mean(MAIN, 'blind', 2, 0))})") in text
     pi, dyn = mean(MAIN, "pi", 4, 200), mean(MAIN, "dynamic", 4, 200)
     ntk, yarn = mean(MAIN, "ntk", 4, 200), mean(MAIN, "yarn", 4, 200)
     assert f"({f2(pi)} and {f2(dyn)})" in text and f"({f2(ntk)}, {f2(yarn)})" in text
     assert f"the unchanged RoPE ({f2(mean(MAIN, 'rope', 4, 200))})" in text
+    order = sorted(("pi", "dynamic", "ntk", "yarn", "rope"), key=lambda m: -mean(MAIN, m, 4, 200))
+    assert order == ["pi", "dynamic", "ntk", "yarn", "rope"]
+    for a, b in zip(order[:-1], order[1:], strict=True):   # each ahead of the next, interval > 0
+        assert verdicts(MAIN, (a, 4, 200), (b, 4, 200))[0] == "agrees", (a, b)
+    for m in ("pi", "dynamic"):          # "pass the position-blind line between 50 and 100"
+        assert verdicts(MAIN, (m, 4, 50), ("blind", 4, 0))[0] != "agrees"
+        assert verdicts(MAIN, (m, 4, 100), ("blind", 4, 0))[0] == "agrees"
 
 
 def test_extrapolation_and_pi_across_learning_rates(text):
@@ -63,17 +79,19 @@ def test_extrapolation_and_pi_across_learning_rates(text):
     runs = [MAIN] + list(LR.values())
     past = [diff(run, ("pi", 4, 100), ("rope", 4, 100)) for run in runs]
     assert f"by {f2(min(past))} to {f2(max(past))}" in text
-    assert f"At base $10^4$ PI past RoPE is unclear ({diff(BASE, ('pi', 4, 100), ('rope', 4, 100)):+.2f})".replace(
-        "-", "−") in text
+    quoted = f"({diff(BASE, ('pi', 4, 100), ('rope', 4, 100)):+.2f})".replace("-", "−")
+    assert f"At base $10^4$ PI past RoPE is unclear {quoted}" in text
+    assert verdicts(BASE, ("pi", 4, 100), ("rope", 4, 100))[0] == "unclear"
+    assert min(past) > 0
 
 
 def test_yarn_against_pi_ranges(text):
     beta = GRID["yarn_beta"]["run"]
     toy = [-diff(run, ("yarn", 2, n), ("pi", 2, n)) for run in [MAIN, *LR.values(), beta]
            for n in (25, 50)]
-    assert f"PI ahead by {f2(min(toy))} to {f2(max(toy))}" in text
+    assert f"PI ahead by {f2(min(toy))} to {f2(max(toy))}" in text and min(toy) > 0
     base = [diff(BASE, ("yarn", m, n), ("pi", m, n)) for m in (2, 4) for n in (25, 50)]
-    assert f"YaRN ahead by {f2(min(base))} to {f2(max(base))}" in text
+    assert f"YaRN ahead by {f2(min(base))} to {f2(max(base))}" in text and min(base) > 0
 
 
 def test_ntk_aware_and_temperature_at_base_1e4(text):
@@ -98,7 +116,8 @@ def test_passkey_and_no_fine_tune_order(text):
     assert f"against {f2(mean(MAIN, 'pi', 4, 200))} for PI on the far split" in text
     assert f"the worst in the grid ({f2(mean(MAIN, 'rope', 4, 0))})" in text
     assert f"dynamic NTK is next ({f2(mean(MAIN, 'dynamic', 4, 0))})" in text
+    order = sorted(MAIN["methods"], key=lambda m: mean(MAIN, m, 4, 0))
+    assert order[:2] == ["rope", "dynamic"]
     assert (f"({f2(mean(MAIN, 'ntk', 4, 0))} and {f2(mean(MAIN, 'pi', 4, 0))}, which the grid "
             "cannot tell apart)") in text
-    assert np.isclose(mean(MAIN, "ntk", 4, 0) - mean(MAIN, "pi", 4, 0),
-                      diff(MAIN, ("ntk", 4, 0), ("pi", 4, 0)))
+    assert verdicts(MAIN, ("ntk", 4, 0), ("pi", 4, 0))[0] == "unclear"

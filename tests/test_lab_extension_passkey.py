@@ -146,6 +146,16 @@ def test_a_rerun_is_compared_verdict_by_verdict():
     cells = run["accuracy"]["far"]["per_seed"][pi][k]
     cells[c] = list(cells[0])
     changed = grid.compare(record, other)
+    before = np.array(record["main"]["accuracy"]["far"]["per_seed"][pi][k])
     assert changed["cells_that_differ"] == len(run["seeds"])
-    assert any(line.startswith("PI: fine-tune recovers (4L, 0 -> 100) / main")
-               and line.endswith("agrees -> unclear") for line in changed["far"]["changed"])
+    assert changed["largest_accuracy_difference"] == np.abs(before[c] - before[0]).max()
+    for key in ("changed", "t_changed"):
+        assert any(line.startswith("PI: fine-tune recovers (4L, 0 -> 100) / main")
+                   and line.endswith("agrees -> unclear") for line in changed["far"][key])
+    # a rerun of some parts is compared on those alone; other seeds are refused
+    other["parts_run"] = ["lr"]
+    assert grid.compare(record, other)["cells_that_differ"] == 0
+    other["parts_run"] = ["main"]
+    other["main"]["seeds"] = other["main"]["seeds"][:-1]
+    with pytest.raises(ValueError, match="seeds"):
+        grid.compare(record, other)

@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 from course_utils.lab.extension import (
+    _test_batches,
+    answer_distance,
     ceiling_curve,
+    cell_values,
     claim_differences,
     evaluate_by_distance,
     evaluate_passkey,
@@ -83,18 +86,45 @@ def test_scores_within_L_are_the_unscaled_models_and_the_passkey_is_ntk_awares()
         np.testing.assert_allclose(ntk[2], rule[2], rtol=1e-12)
 
 
+def test_scores_past_L_count_the_prefix_rules_answers_by_distance():
+    # Past L the counts must be those of prefix_forward's argmax, binned by hand by the
+    # distance to the answer (an evaluation that ignored the rule would count other hits).
+    config, L, n = _config(), 16, 48
+    params = init_params(config, seed=3)
+    got = evaluate_by_distance(params, config, TASK, n, from_position=L, n_sequences=8, batch=8,
+                               dynamic_prefix=L)
+    plain = evaluate_by_distance(params, config, TASK, n, from_position=L, n_sequences=8,
+                                 batch=8)
+    (tokens, labels, mask), = _test_batches(TASK, n, 8, 1234, 8)
+    right = (np.argmax(prefix_forward(params, tokens, config, L), -1) == labels) & mask
+    np.testing.assert_array_equal(got[0], right.sum(axis=0))
+    distance = answer_distance(TASK, tokens, mask)
+    hits = np.zeros(n, dtype=np.int64)
+    for b, t in zip(*np.nonzero(mask), strict=True):
+        if t >= L and distance[b, t] >= 0:
+            hits[distance[b, t]] += right[b, t]
+    np.testing.assert_array_equal(got[3], hits)
+    assert not np.array_equal(got[0], plain[0])   # the rule changes some answers here
+
+
 def test_the_rule_refuses_a_scaled_config_and_bad_lengths():
     config = _config()
     params = init_params(config, seed=0)
     scaled = method_config(config, "pi", 2, 16)
-    with pytest.raises(ValueError, match="dynamic_prefix"):
+    with pytest.raises(ValueError, match="config"):
         evaluate_by_distance(params, scaled, TASK, 32, from_position=16, dynamic_prefix=16)
     with pytest.raises(ValueError, match="dynamic_prefix"):
         evaluate_passkey(params, config, TASK, 32, min_distance=16, dynamic_prefix=0)
-    with pytest.raises(ValueError, match="dynamic_prefix"):
+    with pytest.raises(ValueError, match="train_length"):
         prefix_forward(params, _tokens(32), config, -3)
+    with pytest.raises(ValueError, match="config"):
+        prefix_forward(params, _tokens(32), scaled, 16)
     with pytest.raises(TypeError, match="task"):
         prefix_dynamic(make_task("copy_back"), config)
+    with pytest.raises(ValueError, match="multipliers"):
+        prefix_dynamic(TASK, config, multipliers=(1,))
+    with pytest.raises(ValueError, match="workers"):
+        prefix_dynamic(TASK, config, workers=0)
 
 
 SMALL = dict(train_length=16, multipliers=(2, 4), seeds=(0, 1), steps=4, n_test=8)
@@ -110,12 +140,26 @@ def test_prefix_dynamic_retrains_the_grids_models():
     for split, values in scores["ntk"].items():
         np.testing.assert_allclose(np.round(values, 4),
                                    np.array(run["accuracy"][split]["per_seed"])[0, :, 0])
-    run["prefix_dynamic"] = {k: np.round(v, 4).tolist() for k, v in scores["prefix"].items()}
+    # NTK-aware set for 2L is the grid's NTK-aware row at 2L, and another model at 4L
+    np.testing.assert_allclose(scores["ntk_short"]["far"][0], scores["ntk"]["far"][0])
+    run["prefix_dynamic"] = {key: {k: np.round(v, 4).tolist() for k, v in scores[key].items()}
+                             for key in ("prefix", "ntk_short")}
+    for who, key in (("dynamic_prefix", "prefix"), ("ntk_short", "ntk_short")):
+        for k, mult in enumerate((2, 4)):      # each multiplier's own row
+            np.testing.assert_allclose(cell_values(run, who, mult, 0),
+                                       np.round(scores[key]["far"][k], 4))
+    with pytest.raises(ValueError, match="steps 0"):
+        cell_values(run, "dynamic_prefix", 4, 2)
     diffs = claim_differences(run)
-    np.testing.assert_allclose(diffs["3.3 per prefix over one pass (4L, 0 steps)"],
+    np.testing.assert_allclose(diffs["3.3 dynamic over NTK-aware set for 4L (4L)"],
                                scores["prefix"]["far"][1] - scores["ntk"]["far"][1], atol=2e-4)
-    # on the passkey the two rules agree by construction, so the claim is left out there
-    assert "3.3 per prefix over one pass (4L, 0 steps)" not in verdict_matrix({"r": run}, "passkey")
+    np.testing.assert_allclose(diffs["3.3 dynamic over NTK-aware set for 2L (4L)"],
+                               scores["prefix"]["far"][1] - scores["ntk_short"]["far"][1],
+                               atol=2e-4)
+    # on the passkey the rule and NTK-aware for 4L agree by construction: left out there
+    passkey = verdict_matrix({"r": run}, "passkey")
+    assert "3.3 dynamic over NTK-aware set for 4L (4L)" not in passkey
+    assert "3.3 dynamic over NTK-aware set for 2L (4L)" in passkey
     np.testing.assert_allclose(scores["prefix"]["passkey"], scores["ntk"]["passkey"])
 
 
@@ -129,5 +173,10 @@ def test_ceiling_curve_is_the_grids_curve():
     for n in (2, 5):
         for a, b in zip(run.ceiling_curve[n], alone[n], strict=True):
             np.testing.assert_array_equal(a, b)
+    # the curve's point at the ceiling's own steps is the ceiling, read by another route
+    same = run_context_extension(TASK, _config(), methods=("rope",), checkpoints=(0, 2), steps=3,
+                                 passkey=True, scratch_batch=4, scratch_lr=3e-3, scratch_steps=5,
+                                 progress=False, workers=1, **kwargs)
+    np.testing.assert_allclose(alone[5][0], same.scratch_split_accuracy("far")[1], rtol=1e-12)
     with pytest.raises(TypeError, match="ceiling_steps"):
         ceiling_curve(TASK, _config(), ceiling_steps=())

@@ -1,7 +1,9 @@
 """The full grid of the context-extension lab (notebook 12), written into the repository.
 
     python tools/lab2_grid.py [--seeds 0 1 ... 9] [--lr-variants 3e-4 3e-3] [--workers N]
-                              [--parts main lr base beta] [--quick] [--render]
+                              [--parts main lr base beta prefix ceiling] [--quick] [--out DIR]
+    python tools/lab2_grid.py --render
+    python tools/lab2_grid.py --compare DIR/lab2_grid.json --where NAME
 
 Trains the notebook's RoPE model once per seed at L = 16 tokens on ``recall_latest``, extends it
 to 2L and 4L with every method (unchanged RoPE, PI, NTK-aware, dynamic NTK, YaRN with and
@@ -20,15 +22,19 @@ seeds (10 000 resamples, 95 %) and a verdict. The parts, all on the same ten see
 * ``base``: everything again with Llama 2's own base 1e4 in place of the toy's (no ceiling);
 * ``beta``: PI and YaRN with YaRN's ``beta_fast`` and ``beta_slow`` moved to the toy
   (:func:`yarn_betas_rescaled`), at the toy's base;
-* ``ceiling``: the main grid's model trained from scratch at 4L, for ``LONGER_CEILING`` steps
+* ``prefix``: YaRN's section 3.3 dynamic rule scored prefix by prefix with no fine-tune, and
+  static NTK-aware set for 2L scored at 4L (:func:`~course_utils.lab.extension.prefix_dynamic`),
+  on the main grid's and the second base's pre-trained models (retrained from the same seeds;
+  their NTK-aware scores in one pass must equal the stored row's, or the part stops);
+* ``ceiling`` (not run by default; ``make lab2-ceiling``, about 35 minutes): the main grid's
+  model trained from scratch at 4L for ``LONGER_CEILING`` steps
   (:func:`~course_utils.lab.extension.ceiling_curve`, the same jobs as the main grid's curve),
-  added to the main grid's curve;
-* ``prefix``: YaRN's section 3.3 dynamic rule scored prefix by prefix with no fine-tune
-  (:func:`~course_utils.lab.extension.prefix_dynamic`), on the main grid's and the second
-  base's pre-trained models (retrained from the same seeds; their NTK-aware scores in one pass
-  must equal the stored row's, or the part stops).
+  added to the main grid's curve.
 
-``--parts`` reruns some parts and keeps the others from the stored record. Writes:
+``--parts`` reruns some parts and keeps the others from the stored record; rerunning ``main``
+or ``base`` reruns ``prefix`` too, and ``main`` keeps the longer ceiling's points while their
+settings hold. ``--out DIR`` writes a rerun elsewhere, and ``--compare`` stores what it changes
+(``compare``). Writes:
 
 * ``benchmarks/LAB2_GRID.md``: the tables, the claims with their intervals, the seeds, the
   settings and the versions;
@@ -90,7 +96,8 @@ CEILING = {"scratch_steps": 1000, "ceiling_steps": (2000, 4000)}   # the ceiling
 LONGER_CEILING = (8000, 16000)   # part "ceiling": the same model trained longer
 LR_VARIANTS = (3e-4, 3e-3)
 SEEDS = tuple(range(10))
-PARTS = ("main", "lr", "base", "beta", "ceiling", "prefix")
+PARTS = ("main", "lr", "base", "beta", "prefix", "ceiling")
+DEFAULT_PARTS = ("main", "lr", "base", "beta", "prefix")   # "ceiling": make lab2-ceiling
 
 
 def yarn_betas_rescaled(head_dim, base, train_length):
@@ -117,10 +124,11 @@ def _table(run, split):
     headers, rows = table_rows(run["methods"], run["checkpoints"], run["multipliers"], acc,
                                scratch)
     n_check = len(run["checkpoints"])
-    if "prefix_dynamic" in run and split in run["prefix_dynamic"]:   # no fine-tune: 0 steps only
-        rows.append([METHOD_LABELS["dynamic_prefix"]]
-                    + [_cell(per_seed) if c == 0 else "-"
-                       for per_seed in run["prefix_dynamic"][split] for c in range(n_check)])
+    for who, key in (("dynamic_prefix", "prefix"), ("ntk_short", "ntk_short")):
+        if split in run.get("prefix_dynamic", {}).get(key, {}):   # no fine-tune: 0 steps only
+            rows.append([METHOD_LABELS[who]] + [_cell(per_seed) if c == 0 else "-"
+                                               for per_seed in run["prefix_dynamic"][key][split]
+                                               for c in range(n_check)])
     for name, label in (("blind", "position-blind"), ("window", "window < L")):
         values = run["baselines"][name][split]
         rows.append([label] + [f"{v:.2f}" for v in values for _ in range(n_check)])
@@ -258,10 +266,6 @@ def render(record, *, workers=None):
         "",
         "## Rerun on another floating-point path",
         "",
-        "The grid rerun under an emulated CPU (`tools/lab2_grid.py --out DIR` with the",
-        "environment of `tools/portability.py`), compared with this record",
-        "(`tools/lab2_grid.py --compare DIR/lab2_grid.json --where NAME`):",
-        "",
         _reruns(record),
         "",
         "## Every verdict, far split",
@@ -319,22 +323,56 @@ def render(record, *, workers=None):
     return "\n".join(lines) + "\n"
 
 
+def _arrays(run):
+    """``{name: per-seed array}`` of a run: accuracies, the model trained long, its curve and the
+    prefix-by-prefix rows, each as stored."""
+    out = {f"accuracy {split}": v["per_seed"] for split, v in run["accuracy"].items()}
+    out |= {f"scratch {split}": v["per_seed"] for split, v in run.get("scratch_accuracy",
+                                                                      {}).items()}
+    out |= {f"ceiling {n} {split}": v for n, c in run.get("ceiling_curve", {}).items()
+            for split, v in c.items()}
+    out |= {f"{key} {split}": v for key, rows in run.get("prefix_dynamic", {}).items()
+            for split, v in rows.items()}
+    return {name: np.array(v, dtype=float) for name, v in out.items()}
+
+
+def _labels_of_parts(record, parts):
+    """The run labels of :func:`runs_of` that the given parts write."""
+    labels = list(runs_of(record))
+    keep = []
+    for label in labels:
+        part = ("lr" if label.startswith("lr ") else "base" if label.startswith("base ")
+                else "beta" if label.startswith("YaRN beta") else "main")
+        if part in parts or (part in ("main", "base") and {"prefix", "ceiling"} & set(parts)):
+            keep.append(label)
+    return keep
+
+
 def compare(record, other):
     """What a rerun (``other``, a record of this tool written elsewhere, e.g. on another
-    floating-point path) changes: per split, the number of (claim, run) verdicts both hold, those
-    whose verdict differs (percentile and t), and the largest per-seed accuracy difference."""
-    out = {"largest_accuracy_difference": 0.0, "cells_that_differ": 0, "cells": 0}
-    mine, theirs = runs_of(record), runs_of(other)
-    for label in set(mine) & set(theirs):
-        for split in mine[label]["accuracy"]:
-            if split not in theirs[label]["accuracy"]:
-                continue
-            a = np.array(mine[label]["accuracy"][split]["per_seed"])
-            b = np.array(theirs[label]["accuracy"][split]["per_seed"])
+    floating-point path) changes, over the runs of the parts it ran (``other["parts_run"]``;
+    the runs it copied from the stored record are left out): the per-seed values that differ
+    (accuracies, the model trained long and its curve, the prefix-by-prefix rows), the
+    largest difference, and per split the (claim, run) verdicts both hold and those whose
+    verdict differs (percentile and t)."""
+    parts = other.get("parts_run", PARTS)
+    mine = {k: v for k, v in runs_of(record).items() if k in _labels_of_parts(other, parts)}
+    theirs = {k: v for k, v in runs_of(other).items() if k in mine}
+    mine = {k: v for k, v in mine.items() if k in theirs}
+    if not mine:
+        raise ValueError(f"the rerun holds none of the stored runs (parts {list(parts)})")
+    out = {"runs": sorted(mine), "largest_accuracy_difference": 0.0, "cells_that_differ": 0,
+           "cells": 0}
+    for label in mine:
+        if mine[label]["seeds"] != theirs[label]["seeds"]:
+            raise ValueError(f"{label}: the rerun's seeds {theirs[label]['seeds']} are not the "
+                             f"record's {mine[label]['seeds']}")
+        a, b = _arrays(mine[label]), _arrays(theirs[label])
+        for name in set(a) & set(b):
             out["largest_accuracy_difference"] = max(out["largest_accuracy_difference"],
-                                                     float(np.abs(a - b).max()))
-            out["cells_that_differ"] += int((a != b).sum())
-            out["cells"] += a.size
+                                                     float(np.abs(a[name] - b[name]).max()))
+            out["cells_that_differ"] += int((a[name] != b[name]).sum())
+            out["cells"] += a[name].size
     for split in ("far", "passkey"):
         a, b = verdict_matrix(mine, split), verdict_matrix(theirs, split)
         pairs = [(claim, label) for claim in a for label in a[claim]
@@ -352,16 +390,20 @@ def compare(record, other):
 def _reruns(record):
     lines = []
     for where, diff in record.get("reruns", {}).items():
-        lines += [f"- **{where}** (`{diff['command']}`): {diff['cells_that_differ']} of "
-                  f"{diff['cells']} per-seed accuracies differ, by at most "
-                  f"{diff['largest_accuracy_difference']:.4f}."]
+        lines += [f"- **{where}** (`{diff['command']}`; runs {', '.join(diff['runs'])}): "
+                  f"{diff['cells_that_differ']} of {diff['cells']} per-seed accuracies differ, "
+                  f"by at most {diff['largest_accuracy_difference']:.4f}."]
         for split in ("far", "passkey"):
             d = diff[split]
             lines.append(f"  - {split}: {len(d['changed'])} of {d['verdicts']} verdicts change"
                          + (": " + "; ".join(d["changed"]) if d["changed"] else "")
                          + f"; under the t interval {len(d['t_changed'])} change"
                          + (": " + "; ".join(d["t_changed"]) if d["t_changed"] else "") + ".")
-    return "\n".join(lines) if lines else "No rerun recorded."
+    if not lines:
+        return "No rerun recorded."
+    return ("The grid rerun under an emulated CPU (`tools/lab2_grid.py --out DIR` with the "
+            "environment of `tools/portability.py`), compared with this record (`tools/lab2_grid.py "
+            "--compare DIR/lab2_grid.json --where NAME`):\n\n" + "\n".join(lines))
 
 
 def _differs(main, run):
@@ -423,8 +465,9 @@ def main(argv=None):
     parser.add_argument("--lr-variants", type=float, nargs="*", default=list(LR_VARIANTS))
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
-                        help="run only these parts and keep the others from the stored record")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(DEFAULT_PARTS),
+                        help="run only these parts and keep the others from the stored record "
+                             "(default: all but ceiling, which runs alone: make lab2-ceiling)")
     parser.add_argument("--out", type=pathlib.Path, default=None,
                         help="write LAB2_GRID.md, the JSON and the figure into this directory "
                              "instead of the repository (a rerun to compare with the record)")
@@ -452,6 +495,8 @@ def main(argv=None):
         (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
         _plot_steps(ROOT / "benchmarks", record)
         return 0
+    if {"main", "base"} & set(args.parts) and "prefix" not in args.parts:
+        args.parts.append("prefix")   # it scores the pre-trained models of main and base
     seeds = tuple(args.seeds[:2] if args.quick else args.seeds)
     checkpoints = (0, 25, 50) if args.quick else (0, 25, 50, 100, 200)
     out_dir = pathlib.Path(tempfile.mkdtemp()) if args.quick else ROOT / "benchmarks"
@@ -484,6 +529,8 @@ def main(argv=None):
         started[part] = time.perf_counter()
         return True
 
+    record["parts_run"] = list(args.parts)
+
     def save(key, value, part):
         record[key] = value
         record["part_seconds"][part] = round(time.perf_counter() - started[part])
@@ -491,10 +538,22 @@ def main(argv=None):
         _write(out_dir, record)
 
     if "main" in args.parts and begin("main"):
+        old = record.get("main", {})
         main_run = run(**ceiling)
         record["versions"] = main_run.settings["versions"]
         _plot(out_dir, main_run, seeds)
-        save("main", summarise(main_run), "main")
+        new = summarise(main_run)
+        # the longer ceiling's models depend only on the seeds and the from-scratch settings
+        keys = ("seeds", "train_length", "multipliers", "scratch_batch", "lr", "n_test")
+        longer = {n: v for n, v in old.get("ceiling_curve", {}).items()
+                  if n not in new.get("ceiling_curve", {})}
+        if longer and all(old["settings"].get(k) == new["settings"].get(k) for k in keys):
+            new["ceiling_curve"] = dict(new.get("ceiling_curve", {})) | longer
+        elif longer:
+            record.get("part_seconds", {}).pop("ceiling", None)
+            print("the longer ceiling's settings changed: its points are dropped "
+                  "(make lab2-ceiling)")
+        save("main", new, "main")
     if "lr" in args.parts and begin("lr"):
         record["lr_variants"] = {}
         for lr in args.lr_variants:
@@ -512,8 +571,8 @@ def main(argv=None):
         s = SETTINGS
         longer = ceiling_curve(task, config, ceiling_steps=(200,) if args.quick else LONGER_CEILING,
                                train_length=TRAIN_LENGTH, multipliers=s["multipliers"],
-                               seeds=seeds, batch=s["scratch_batch"], lr=s["lr"],
-                               n_test=s["n_test"], workers=args.workers)
+                               seeds=tuple(record["main"]["seeds"]), batch=s["scratch_batch"],
+                               lr=s["lr"], n_test=s["n_test"], workers=args.workers)
         curve = dict(record["main"].get("ceiling_curve", {}))
         curve |= {str(n): {"far": np.round(far, 4).tolist(), "passkey": np.round(key, 4).tolist()}
                   for n, (far, key) in sorted(longer.items())}
@@ -536,8 +595,9 @@ def main(argv=None):
                 if np.abs(np.round(one_pass, 4) - stored).max() > 0:
                     raise SystemExit(f"{label}: NTK-aware in one pass ({split}) differs from the "
                                      "stored grid: not the grid's pre-trained models")
-            run_["prefix_dynamic"] = {split: np.round(v, 4).tolist()
-                                      for split, v in scores["prefix"].items()}
+            run_["prefix_dynamic"] = {key: {split: np.round(v, 4).tolist()
+                                            for split, v in scores[key].items()}
+                                      for key in ("prefix", "ntk_short")}
         save("main", record["main"], "prefix")
     print(f"wrote {out_dir / 'LAB2_GRID.md'} ({record['seconds']} s)")
     return 0

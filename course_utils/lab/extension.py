@@ -54,7 +54,8 @@ attention temperature."""
 METHOD_LABELS = {"rope": "RoPE, unchanged", "pi": "PI", "ntk": "NTK-aware",
                  "dynamic": "dynamic NTK", "yarn": "YaRN", "yarn_no_t": "YaRN, no temperature",
                  "scratch": "trained at the long length",
-                 "dynamic_prefix": "dynamic NTK, prefix by prefix (YaRN 3.3)"}
+                 "dynamic_prefix": "dynamic NTK, prefix by prefix (YaRN 3.3)",
+                 "ntk_short": "NTK-aware set for 2L"}
 _SCALING = {"pi": ("linear", True), "ntk": ("ntk", True), "dynamic": ("dynamic", True),
             "yarn": ("yarn", True), "yarn_no_t": ("yarn", False)}
 _COLORS = {"rope": "0.35", "pi": "#1b9e77", "ntk": "#d95f02", "dynamic": "#7570b3",
@@ -362,7 +363,7 @@ def _dynamic_prefix(dynamic_prefix, config):
     if dynamic_prefix is None:
         return None
     if config.scheme != "rope" or config.rope_scaling is not None:
-        raise ValueError("dynamic_prefix needs a config with scheme='rope' and no rope_scaling "
+        raise ValueError("config must have scheme='rope' and no rope_scaling with dynamic_prefix "
                          "(the rule sets the scaling at each prefix)")
     return val.positive_int(dynamic_prefix, "dynamic_prefix")
 
@@ -378,7 +379,13 @@ def prefix_forward(params, tokens, config, train_length):
     reads NTK-aware with factor ``s``. ``config`` is the unscaled model. Returns the logits
     ``(batch, length, vocab)``; costs one pass per position past ``train_length``.
     """
-    train_length = _dynamic_prefix(train_length, config)
+    if not isinstance(config, ModelConfig) or config.scheme != "rope" or config.rope_scaling:
+        raise ValueError("config must be a ModelConfig with scheme='rope' and no rope_scaling "
+                         "(the rule sets the scaling at each prefix)")
+    train_length = val.positive_int(train_length, "train_length")
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 2:
+        raise ValueError(f"tokens must be a 2-D array (batch, length), got shape {tokens.shape}")
     logits, _ = forward(params, tokens, config)     # causal: right for every t < train_length
     for n in range(train_length + 1, tokens.shape[1] + 1):
         scaled = method_config(config, "ntk", n / train_length, train_length)
@@ -505,8 +512,9 @@ def evaluate_passkey(params, config, task, length, *, min_distance, n_sequences=
             rows, query = np.nonzero(mask)
             seen, scaled = tokens, config
             if dynamic_prefix is not None:       # one query per sequence, at the same position
+                if (query != query.max()).any():
+                    raise ValueError("dynamic_prefix needs every passkey query at one position")
                 seen = tokens[:, :query.max() + 1]
-                assert (query == query.max()).all(), "far_recall_batch puts every query last"
                 scaled = method_config(config, "ntk", max(1.0, seen.shape[1] / dynamic_prefix),
                                        dynamic_prefix)
             logits, cache = forward(params, seen, scaled)
@@ -668,9 +676,10 @@ def ceiling_curve(task, config, *, ceiling_steps, train_length=16, multipliers=(
                   progress=None):
     """Train the unchanged RoPE model from scratch at the longest length, once per seed and
     number of steps, as :func:`run_context_extension` trains its ceiling (the same jobs, seeds
-    and test sequences): ``{steps: (far-split accuracy, passkey accuracy)}``, arrays
-    ``(seeds,)`` at ``max(multipliers) * train_length`` tokens. Extends a stored curve to more
-    steps without rerunning the grid."""
+    and test sequences, given its ``scratch_batch`` and ``scratch_lr`` as ``batch`` and
+    ``lr``): ``{steps: (far-split accuracy, passkey accuracy)}``, arrays ``(seeds,)`` at
+    ``max(multipliers) * train_length`` tokens. Extends a stored curve to more steps without
+    rerunning the grid."""
     if not isinstance(task, Task):
         raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
     if not isinstance(config, ModelConfig) or config.scheme != "rope" or config.rope_scaling:
@@ -681,8 +690,13 @@ def ceiling_curve(task, config, *, ceiling_steps, train_length=16, multipliers=(
             raise TypeError(f"{name} must be a non-empty list or tuple, got {seq!r:.60}")
     ceiling_steps = tuple(val.positive_int(n, "ceiling_steps") for n in ceiling_steps)
     seeds = tuple(val.positive_int(s, "seeds", allow_zero=True) for s in seeds)
+    if config.vocab_size != task.vocab_size:
+        raise ValueError(f"config.vocab_size must equal the task's vocabulary ({task.vocab_size})")
+    multipliers = tuple(val.positive_int(m, "multipliers") for m in multipliers)
+    if min(multipliers) < 2:
+        raise ValueError(f"multipliers must be integers >= 2, got {multipliers}")
     settings = {"train_length": val.positive_int(train_length, "train_length"),
-                "multipliers": tuple(val.positive_int(m, "multipliers") for m in multipliers),
+                "multipliers": multipliers,
                 "scratch_batch": val.positive_int(batch, "batch"),
                 "scratch_lr": val.positive_float(lr, "lr"),
                 "n_test": val.positive_int(n_test, "n_test"),
@@ -692,7 +706,8 @@ def ceiling_curve(task, config, *, ceiling_steps, train_length=16, multipliers=(
     jobs = [{"id": ("ceiling", s, n), "kind": "scratch", "task": task, "config": config,
              "seed": s, "steps": n, "settings": settings}
             for n in sorted(ceiling_steps, reverse=True) for s in seeds]
-    workers = val.positive_int(workers or min(os.cpu_count() or 1, len(jobs)), "workers")
+    workers = val.positive_int(min(os.cpu_count() or 1, len(jobs)) if workers is None
+                               else workers, "workers")
     progress = _interactive_progress() if progress is None else val.boolean(progress, "progress")
     results = _schedule(jobs, lambda job, result: [], workers, progress,
                         f"{task.name}: from scratch", len(jobs))
@@ -705,10 +720,12 @@ def _prefix_job(job):
     task, config, s, L = job["task"], job["config"], job["settings"], job["settings"]["train_length"]
     params, _ = train(task, config, steps=s["steps"], batch=s["batch"], length=L, lr=s["lr"],
                       seed=job["seed"], progress=False)
-    out = {"prefix": [], "ntk": []}
+    out = {"prefix": [], "ntk": [], "ntk_short": []}
+    short = min(s["multipliers"])
     for m in s["multipliers"]:
         for name, scaled, rule in (("prefix", config, L),
-                                   ("ntk", method_config(config, "ntk", m, L), None)):
+                                   ("ntk", method_config(config, "ntk", m, L), None),
+                                   ("ntk_short", method_config(config, "ntk", short, L), None)):
             *_, hits, counted = evaluate_by_distance(params, scaled, task, m * L, from_position=L,
                                                      n_sequences=s["n_test"], dynamic_prefix=rule)
             key = evaluate_passkey(params, scaled, task, m * L, min_distance=L,
@@ -724,13 +741,15 @@ def prefix_dynamic(task, config, *, seeds=(0, 1, 2), train_length=16, multiplier
     Pre-trains the unchanged RoPE model per seed exactly as :func:`run_context_extension` does
     (same seeds and settings, so the same weights), then scores it at every multiplier with
     :func:`prefix_forward` on the test sequences of :func:`evaluate_by_distance` and on the
-    passkey, and again in one pass with NTK-aware frequencies for the multiplier (the grid's
-    NTK-aware row at 0 steps, to check that the weights are the grid's).
+    passkey; again in one pass with NTK-aware frequencies for the multiplier (``"ntk"``: the
+    grid's NTK-aware row at 0 steps, to check that the weights are the grid's); and in one pass
+    with static NTK-aware set for the shortest multiplier (``"ntk_short"``: at longer lengths,
+    a static factor read past the length it was set for, where section 3.3 expects it to break).
 
     Returns
     -------
-    dict ``{"prefix": {split: array (multipliers, seeds)}, "ntk": the same}``, splits
-    :data:`SPLITS` and ``"passkey"``
+    dict ``{"prefix": {split: array (multipliers, seeds)}, "ntk": ..., "ntk_short": ...}``,
+    splits :data:`SPLITS` and ``"passkey"``
     """
     if not isinstance(task, Task) or task.name != "recall_latest":
         raise TypeError("task must be make_task('recall_latest', ...)")
@@ -740,20 +759,25 @@ def prefix_dynamic(task, config, *, seeds=(0, 1, 2), train_length=16, multiplier
         if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)) or not seq:
             raise TypeError(f"{name} must be a non-empty list or tuple, got {seq!r:.60}")
     seeds = tuple(val.positive_int(s, "seeds", allow_zero=True) for s in seeds)
+    if config.vocab_size != task.vocab_size:
+        raise ValueError(f"config.vocab_size must equal the task's vocabulary ({task.vocab_size})")
+    multipliers = tuple(val.positive_int(m, "multipliers") for m in multipliers)
+    if min(multipliers) < 2:
+        raise ValueError(f"multipliers must be integers >= 2, got {multipliers}")
     settings = {"train_length": val.positive_int(train_length, "train_length"),
-                "multipliers": tuple(val.positive_int(m, "multipliers") for m in multipliers),
+                "multipliers": multipliers,
                 "steps": val.positive_int(steps, "steps"), "batch": val.positive_int(batch, "batch"),
                 "lr": val.positive_float(lr, "lr"), "n_test": val.positive_int(n_test, "n_test")}
     jobs = [{"task": task, "config": config, "seed": s, "settings": settings} for s in seeds]
-    workers = val.positive_int(workers or min(os.cpu_count() or 1, len(jobs)), "workers")
+    workers = val.positive_int(min(os.cpu_count() or 1, len(jobs)) if workers is None
+                               else workers, "workers")
     if workers == 1:
         results = [_prefix_job(job) for job in jobs]
     else:
         with _process_pool(workers) as pool:
             results = list(pool.map(_prefix_job, jobs))
-    distance = None
     out = {}
-    for name in ("prefix", "ntk"):
+    for name in ("prefix", "ntk", "ntk_short"):
         out[name] = {split: np.empty((len(multipliers), len(seeds)))
                      for split in SPLITS + ("passkey",)}
         for j, result in enumerate(results):
@@ -1150,16 +1174,24 @@ CLAIMS = (
      ("dynamic_prefix", 4, 0), ("rope", 4, 0)),
     ("3.3 dynamic over blind (4L, 0 steps)", "Peng et al. 2023, introduction",
      ("dynamic_prefix", 4, 0), ("blind", 4, 0)),
-    ("3.3 per prefix over one pass (4L, 0 steps)", "the two readings of section 3.3",
+    ("3.3 dynamic over NTK-aware set for 2L (4L)", "Peng et al. 2023, section 3.3",
+     ("dynamic_prefix", 4, 0), ("ntk_short", 4, 0)),
+    ("3.3 dynamic over NTK-aware set for 4L (4L)", "Peng et al. 2023, section 3.3",
      ("dynamic_prefix", 4, 0), ("ntk", 4, 0)),
 )
 """Each claim as ``(name, where it is made, A, B)``: the toy agrees when ``A - B > 0`` on the far
 split. ``A`` and ``B`` are ``(who, multiplier, fine-tune steps)``, ``who`` a method of
 :data:`METHODS`, ``"scratch"`` (trained at the long length), ``"blind"``, ``"window"`` or
 ``"dynamic_prefix"`` (:func:`prefix_dynamic`, YaRN's section 3.3 rule scored prefix by prefix,
-with no fine-tune)."""
+with no fine-tune) or ``"ntk_short"`` (static NTK-aware set for 2L, no fine-tune). Section 3.3
+argues that a static factor costs accuracy below ``L`` and breaks past the length it is set
+for; the second of its rows tests that, the third compares the two at the length the static
+factor is set for, where the paper's argument does not apply."""
 
-_PASSKEY_SAME = ("3.3 per prefix over one pass",)
+_PREFIX_ROWS = {"dynamic_prefix": "prefix", "ntk_short": "ntk_short"}
+"""Who reads a row of :func:`prefix_dynamic`, and which."""
+
+_PASSKEY_SAME = ("3.3 dynamic over NTK-aware set for 4L",)
 """Claims left out on the passkey: its query is the sequence's last token, whose prefix is the
 whole sequence, so the section 3.3 rule gives it NTK-aware's frequencies for ``s`` exactly."""
 
@@ -1220,12 +1252,13 @@ def _record(run):
 def cell_values(run, who, multiplier, steps, split="far"):
     """Per-seed accuracy of ``who`` at ``multiplier`` after ``steps`` fine-tune steps, from a
     :func:`summarise` record (``"scratch"``: the model trained long; ``"blind"``, ``"window"``:
-    the baselines, the same on every seed)."""
+    the baselines, the same on every seed; ``"dynamic_prefix"``, ``"ntk_short"``: the rows of
+    :func:`prefix_dynamic` stored under ``"prefix_dynamic"``, at 0 steps only)."""
     run = _record(run)
     split = val.choice(split, "split", tuple(run["accuracy"]))
     if not isinstance(who, str):
-        raise TypeError(f"who must be a method name, 'scratch', 'blind' or 'window', got "
-                        f"{who!r:.60}")
+        raise TypeError(f"who must be a method name, 'scratch', 'blind', 'window', "
+                        f"'dynamic_prefix' or 'ntk_short', got {who!r:.60}")
     if multiplier not in run["multipliers"]:
         raise ValueError(f"multiplier must be one of {run['multipliers']}, got {multiplier!r}")
     k = run["multipliers"].index(multiplier)
@@ -1234,10 +1267,10 @@ def cell_values(run, who, multiplier, steps, split="far"):
         return np.full(n_seeds, run["baselines"][who][split][k])
     if who == "scratch":
         return np.array(run["scratch_accuracy"][split]["per_seed"][k])
-    if who == "dynamic_prefix":
+    if who in _PREFIX_ROWS:
         if "prefix_dynamic" not in run or steps != 0:
-            raise ValueError("dynamic_prefix needs a record with 'prefix_dynamic' and steps 0")
-        return np.array(run["prefix_dynamic"][split][k])
+            raise ValueError(f"{who} needs a record with 'prefix_dynamic' and steps 0")
+        return np.array(run["prefix_dynamic"][_PREFIX_ROWS[who]][split][k])
     if who not in run["methods"] or steps not in run["checkpoints"]:
         raise ValueError(f"who must be a method of {run['methods']} and steps one of "
                          f"{run['checkpoints']}, got {who!r}, {steps!r}")
@@ -1257,7 +1290,7 @@ def claim_differences(run, split="far", claims=CLAIMS):
     for name, _, a, b in claims:
         if all(w in ("scratch", "blind", "window") or (w in run["methods"]
                                                        and st in run["checkpoints"])
-               or (w == "dynamic_prefix" and "prefix_dynamic" in run and st == 0)
+               or (w in _PREFIX_ROWS and "prefix_dynamic" in run and st == 0)
                for w, _, st in (a, b)) and ("scratch_accuracy" in run or "scratch" not in
                                             (a[0], b[0])):
             out[name] = cell_values(run, *a, split) - cell_values(run, *b, split)
