@@ -33,8 +33,8 @@ seeds (10 000 resamples, 95 %) and a verdict. The parts, all on the same ten see
 
 ``--parts`` reruns some parts and keeps the others from the stored record; rerunning ``main``
 or ``base`` reruns ``prefix`` too, and ``main`` keeps the longer ceiling's points while their
-settings hold. ``--out DIR`` writes a rerun elsewhere, and ``--compare`` stores what it changes
-(``compare``). Writes:
+settings hold. ``--out DIR`` writes a rerun elsewhere (going on from ``DIR/lab2_grid.json`` when it exists),
+and ``--compare`` stores what it changes (``compare``). Writes:
 
 * ``benchmarks/LAB2_GRID.md``: the tables, the claims with their intervals, the seeds, the
   settings and the versions;
@@ -495,6 +495,7 @@ def main(argv=None):
         (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
         _plot_steps(ROOT / "benchmarks", record)
         return 0
+    prefix_of = {"main", "base"} if "prefix" in args.parts else set(args.parts)
     if {"main", "base"} & set(args.parts) and "prefix" not in args.parts:
         args.parts.append("prefix")   # it scores the pre-trained models of main and base
     seeds = tuple(args.seeds[:2] if args.quick else args.seeds)
@@ -507,7 +508,10 @@ def main(argv=None):
     config = ModelConfig(scheme="rope", vocab_size=task.vocab_size, rope_base=TOY_BASE)
     command = "python tools/lab2_grid.py " + " ".join(argv if argv is not None else sys.argv[1:])
     keep = set(PARTS) - set(args.parts)
-    record = json.loads(RECORD.read_text()) if keep and not args.quick else {}
+    # a rerun elsewhere goes on from its own record when it has one
+    source = args.out / "lab2_grid.json" if args.out is not None else RECORD
+    source = source if source.exists() else RECORD
+    record = json.loads(source.read_text()) if keep and not args.quick else {}
     record |= {"command": command.strip(), "task": {"name": task.name,
                                                     "settings": dict(task.settings)},
                "toy_base": TOY_BASE, "lr_variants": record.get("lr_variants", {}),
@@ -529,7 +533,9 @@ def main(argv=None):
         started[part] = time.perf_counter()
         return True
 
-    record["parts_run"] = list(args.parts)
+    # the parts this record's numbers come from (a rerun elsewhere: the parts it reran)
+    before = record.get("parts_run", ("main", "lr", "base", "beta") if record else ())
+    record["parts_run"] = [p for p in PARTS if p in args.parts or p in before]
 
     def save(key, value, part):
         record[key] = value
@@ -580,8 +586,8 @@ def main(argv=None):
         save("main", record["main"], "ceiling")
     if "prefix" in args.parts and begin("prefix"):
         s = SETTINGS
-        targets = {"main": (record["main"], config)}
-        for base, run_ in record.get("bases", {}).items():
+        targets = {"main": (record["main"], config)} if "main" in prefix_of else {}
+        for base, run_ in record.get("bases", {}).items() if "base" in prefix_of else ():
             targets[f"base {base}"] = (run_, ModelConfig(scheme="rope", vocab_size=task.vocab_size,
                                                          rope_base=float(base)))
         for label, (run_, cfg) in targets.items():
