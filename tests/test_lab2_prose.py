@@ -121,3 +121,24 @@ def test_passkey_and_no_fine_tune_order(text):
     assert (f"({f2(mean(MAIN, 'ntk', 4, 0))} and {f2(mean(MAIN, 'pi', 4, 0))}, which the grid "
             "cannot tell apart)") in text
     assert verdicts(MAIN, ("ntk", 4, 0), ("pi", 4, 0))[0] == "unclear"
+
+
+def test_section_3_3_rule_prefix_by_prefix(text):
+    claims = {"rope": ("rope", 4, 0), "short": ("ntk_short", 4, 0), "blind": ("blind", 4, 0),
+              "ntk": ("ntk", 4, 0)}
+    a = ("dynamic_prefix", 4, 0)
+    toy = {k: diff(MAIN, a, b) for k, b in claims.items()}
+    base = {k: diff(BASE, a, b) for k, b in claims.items()}
+
+    def q(x):
+        return signed(x).replace("-", "−")
+
+    assert f"unchanged RoPE ({q(toy['rope'])}; {q(base['rope'])} at base $10^4$)" in text
+    assert f"NTK-aware set for $2L$ ({q(toy['short'])}; {q(base['short'])})" in text
+    assert f"only at base $10^4$ ({q(base['blind'])}; {q(toy['blind'])} at the toy's)" in text
+    assert f"below NTK-aware set for $4L$ ({q(toy['ntk'])}; {q(base['ntk'])})" in text
+    words = {k: verdicts(MAIN, a, b)[0] for k, b in claims.items()}
+    assert words == {"rope": "agrees", "short": "agrees", "blind": "disagrees",
+                     "ntk": "disagrees"}
+    words = {k: verdicts(BASE, a, b)[0] for k, b in claims.items()}
+    assert words == {"rope": "agrees", "short": "agrees", "blind": "agrees", "ntk": "disagrees"}

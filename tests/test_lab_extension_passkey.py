@@ -150,8 +150,10 @@ def test_a_rerun_is_compared_verdict_by_verdict():
     assert changed["cells_that_differ"] == len(run["seeds"])
     assert changed["largest_accuracy_difference"] == np.abs(before[c] - before[0]).max()
     for key in ("changed", "t_changed"):
-        assert any(line.startswith("PI: fine-tune recovers (4L, 0 -> 100) / main")
-                   and line.endswith("agrees -> unclear") for line in changed["far"][key])
+        assert {"claim": "PI: fine-tune recovers (4L, 0 -> 100)", "run": list(grid.runs_of(
+            record))[0], "from": "agrees", "to": "unclear"} in changed["far"][key]
+    record["reruns"] = {"here": changed | {"command": "test"}}
+    assert "agrees (+0.31), rerun: unclear" in grid.render(record)
     # a rerun of some parts is compared on those alone; other seeds are refused
     other["parts_run"] = ["lr"]
     assert grid.compare(record, other)["cells_that_differ"] == 0

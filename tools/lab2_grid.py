@@ -207,14 +207,23 @@ def runs_of(record):
     return out
 
 
+def _rerun_marks(record, split):
+    """``{(claim, run): "rerun: verdict"}`` for the verdicts a recorded rerun changes."""
+    return {(c["claim"], c["run"]): f"rerun: {c['to']}"
+            for diff in record.get("reruns", {}).values() for c in diff[split]["changed"]}
+
+
 def _verdicts(record, split):
-    """One row per claim, one column per run: the verdict and the mean difference."""
+    """One row per claim, one column per run: the verdict and the mean difference, and the
+    verdict of a recorded rerun where it differs."""
     runs = runs_of(record)
+    marks = _rerun_marks(record, split)
     lines = [f"| claim, {split} | " + " | ".join(runs) + " |", "|---" * (len(runs) + 1) + "|"]
     for name, cells in verdict_matrix(runs, split).items():
         lines.append(f"| {name} | " + " | ".join(
             f"{cells[label][3]} ({cells[label][0]:+.2f})"
             + (f", t: {cells[label][4]}" if cells[label][4] != cells[label][3] else "")
+            + (f", {marks[name, label]}" if (name, label) in marks else "")
             if label in cells else "-" for label in runs) + " |")
     return "\n".join(lines)
 
@@ -377,13 +386,11 @@ def compare(record, other):
         a, b = verdict_matrix(mine, split), verdict_matrix(theirs, split)
         pairs = [(claim, label) for claim in a for label in a[claim]
                  if claim in b and label in b[claim]]
-        out[split] = {"verdicts": len(pairs),
-                      "changed": [f"{claim} / {label}: {a[claim][label][3]} -> "
-                                  f"{b[claim][label][3]}" for claim, label in pairs
-                                  if a[claim][label][3] != b[claim][label][3]],
-                      "t_changed": [f"{claim} / {label}: {a[claim][label][4]} -> "
-                                    f"{b[claim][label][4]}" for claim, label in pairs
-                                    if a[claim][label][4] != b[claim][label][4]]}
+        out[split] = {"verdicts": len(pairs)}
+        for key, i in (("changed", 3), ("t_changed", 4)):
+            out[split][key] = [{"claim": claim, "run": label, "from": a[claim][label][i],
+                                "to": b[claim][label][i]} for claim, label in pairs
+                               if a[claim][label][i] != b[claim][label][i]]
     return out
 
 
@@ -394,9 +401,10 @@ def _reruns(record):
                   f"{diff['cells_that_differ']} of {diff['cells']} per-seed accuracies differ, "
                   f"by at most {diff['largest_accuracy_difference']:.4f}."]
         for split in ("far", "passkey"):
-            d = diff[split]
-            lines.append(f"  - {split}: {len(d['changed'])} of {d['verdicts']} verdicts change"
-                         + (": " + "; ".join(d["changed"]) if d["changed"] else "")
+            d = {k: [f"{c['claim']} / {c['run']}: {c['from']} -> {c['to']}" for c in v]
+                 for k, v in diff[split].items() if k != "verdicts"}
+            lines.append(f"  - {split}: {len(d['changed'])} of {diff[split]['verdicts']} verdicts "
+                         "change" + (": " + "; ".join(d["changed"]) if d["changed"] else "")
                          + f"; under the t interval {len(d['t_changed'])} change"
                          + (": " + "; ".join(d["t_changed"]) if d["t_changed"] else "") + ".")
     if not lines:
