@@ -352,7 +352,7 @@ def _labels_of_parts(record, parts):
     for label in labels:
         part = ("lr" if label.startswith("lr ") else "base" if label.startswith("base ")
                 else "beta" if label.startswith("YaRN beta") else "main")
-        if part in parts or (part in ("main", "base") and {"prefix", "ceiling"} & set(parts)):
+        if part in parts:     # prefix and ceiling add to the runs of main and base
             keep.append(label)
     return keep
 
