@@ -151,15 +151,15 @@ def test_prefix_dynamic_retrains_the_grids_models():
     with pytest.raises(ValueError, match="steps 0"):
         cell_values(run, "dynamic_prefix", 4, 2)
     diffs = claim_differences(run)
-    np.testing.assert_allclose(diffs["3.3 dynamic over NTK-aware set for 4L (4L)"],
+    np.testing.assert_allclose(diffs["3.3 dynamic over NTK set for 4L (4L, 0)"],
                                scores["prefix"]["far"][1] - scores["ntk"]["far"][1], atol=2e-4)
-    np.testing.assert_allclose(diffs["3.3 dynamic over NTK-aware set for 2L (4L)"],
+    np.testing.assert_allclose(diffs["3.3 dynamic over NTK set for 2L (4L, 0)"],
                                scores["prefix"]["far"][1] - scores["ntk_short"]["far"][1],
                                atol=2e-4)
     # on the passkey the rule and NTK-aware for 4L agree by construction: left out there
     passkey = verdict_matrix({"r": run}, "passkey")
-    assert "3.3 dynamic over NTK-aware set for 4L (4L)" not in passkey
-    assert "3.3 dynamic over NTK-aware set for 2L (4L)" in passkey
+    assert "3.3 dynamic over NTK set for 4L (4L, 0)" not in passkey
+    assert "3.3 dynamic over NTK set for 2L (4L, 0)" in passkey
     np.testing.assert_allclose(scores["prefix"]["passkey"], scores["ntk"]["passkey"])
 
 

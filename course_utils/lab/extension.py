@@ -1174,9 +1174,9 @@ CLAIMS = (
      ("dynamic_prefix", 4, 0), ("rope", 4, 0)),
     ("3.3 dynamic over blind (4L, 0 steps)", "Peng et al. 2023, introduction",
      ("dynamic_prefix", 4, 0), ("blind", 4, 0)),
-    ("3.3 dynamic over NTK-aware set for 2L (4L)", "Peng et al. 2023, section 3.3",
+    ("3.3 dynamic over NTK set for 2L (4L, 0)", "Peng et al. 2023, section 3.3",
      ("dynamic_prefix", 4, 0), ("ntk_short", 4, 0)),
-    ("3.3 dynamic over NTK-aware set for 4L (4L)", "Peng et al. 2023, section 3.3",
+    ("3.3 dynamic over NTK set for 4L (4L, 0)", "Peng et al. 2023, section 3.3",
      ("dynamic_prefix", 4, 0), ("ntk", 4, 0)),
 )
 """Each claim as ``(name, where it is made, A, B)``: the toy agrees when ``A - B > 0`` on the far
@@ -1191,7 +1191,7 @@ factor is set for, where the paper's argument does not apply."""
 _PREFIX_ROWS = {"dynamic_prefix": "prefix", "ntk_short": "ntk_short"}
 """Who reads a row of :func:`prefix_dynamic`, and which."""
 
-_PASSKEY_SAME = ("3.3 dynamic over NTK-aware set for 4L",)
+_PASSKEY_SAME = ("3.3 dynamic over NTK set for 4L",)
 """Claims left out on the passkey: its query is the sequence's last token, whose prefix is the
 whole sequence, so the section 3.3 rule gives it NTK-aware's frequencies for ``s`` exactly."""
 
