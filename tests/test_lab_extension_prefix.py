@@ -180,3 +180,28 @@ def test_ceiling_curve_is_the_grids_curve():
     np.testing.assert_allclose(alone[5][0], same.scratch_split_accuracy("far")[1], rtol=1e-12)
     with pytest.raises(TypeError, match="ceiling_steps"):
         ceiling_curve(TASK, _config(), ceiling_steps=())
+
+
+def test_every_method_of_a_seed_fine_tunes_on_the_same_data(monkeypatch):
+    # Paired comparisons need one fine-tune data stream per (seed, length), shared by every
+    # method: record the seed each fine-tune receives.
+    import course_utils.lab.extension as ext
+
+    seen = {}
+    real = ext.fine_tune
+
+    def spy(params, config, task, **kwargs):
+        scaling = config.rope_scaling
+        seen[(kwargs["length"], scaling.method if scaling else "rope",
+              scaling.temperature if scaling else None)] = kwargs["seed"]
+        return real(params, config, task, **kwargs)
+
+    monkeypatch.setattr(ext, "fine_tune", spy)
+    run_context_extension(TASK, _config(), methods=("rope", "pi", "yarn", "yarn_no_t"),
+                          checkpoints=(0, 1), seeds=(3,), steps=2, n_test=4, scratch=False,
+                          progress=False, workers=1)
+    by_length = {}
+    for (length, *_), seed in seen.items():
+        by_length.setdefault(length, set()).add(seed)
+    assert len(seen) == 8 and all(len(s) == 1 for s in by_length.values())
+    assert by_length[32] != by_length[64]    # another length, other data
