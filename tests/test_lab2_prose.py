@@ -58,7 +58,7 @@ def test_far_query_order_after_figure_2(text):
     assert verdicts(MAIN, ("yarn", 2, 25), ("yarn", 2, 0)) == ("disagrees", "disagrees")
     gains = {m: diff(MAIN, (m, 2, 200), (m, 2, 0)) for m in MAIN["methods"]}
     assert min(gains, key=gains.get) == "rope"      # "gains least"
-    assert (f"unchanged RoPE gains least ({f2(mean(MAIN, 'rope', 2, 200))} after 200 steps, "
+    assert (f"unchanged RoPE gains least on the mean ({f2(mean(MAIN, 'rope', 2, 200))} after 200 steps, "
             f"against the position-blind {f2(mean(MAIN, 'blind', 2, 0))})") in text
     pi, dyn = mean(MAIN, "pi", 4, 200), mean(MAIN, "dynamic", 4, 200)
     ntk, yarn = mean(MAIN, "ntk", 4, 200), mean(MAIN, "yarn", 4, 200)
@@ -142,3 +142,24 @@ def test_section_3_3_rule_prefix_by_prefix(text):
                      "ntk": "disagrees"}
     words = {k: verdicts(BASE, a, b)[0] for k, b in claims.items()}
     assert words == {"rope": "agrees", "short": "agrees", "blind": "agrees", "ntk": "disagrees"}
+
+
+def test_the_model_trained_long_and_the_passkey_scope(text):
+    k = MAIN["multipliers"].index(4)
+    blind = MAIN["baselines"]["blind"]["far"][k]
+    curve = {1000: MAIN["scratch_accuracy"]["far"]["per_seed"][k]}
+    curve |= {int(n): v["far"] for n, v in MAIN["ceiling_curve"].items()}
+    means = [f2(sum(v) / len(v)) for _, v in sorted(curve.items())]
+    assert f"the model reads far queries at {', '.join(means[:-1])} and {means[-1]}" in text
+    above = {n: sum(x > blind for x in v) for n, v in curve.items()}
+    assert f"only {above[16000]} of 10 are above the position-blind reader" in text
+    assert f"{['no', 'one', 'two', 'three'][above[8000] - above[16000]]} fewer than at 8000" in text
+    assert f"on only {above[1000]} to {above[16000]} of 10 seeds" in text
+    # PI past RoPE on the passkey: not "agrees" at two of the three learning rates
+    words = [verdicts(run, ("pi", 4, 100), ("rope", 4, 100), "passkey")[0]
+             for run in [MAIN, *LR.values()]]
+    assert sum(w != "agrees" for w in words) == 2 and "disagrees" in words
+    assert "on the passkey it is unclear or reversed at two" in text
+    t = diff(BASE, ("yarn", 4, 25), ("yarn_no_t", 4, 25))
+    assert f"{signed(t)} at base $10^4$, an interval above 0" in text
+    assert verdicts(BASE, ("yarn", 4, 25), ("yarn_no_t", 4, 25))[0] == "agrees"

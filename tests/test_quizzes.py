@@ -249,11 +249,12 @@ ANSWERS = {
     "12-llama2-turning": lambda: int((rotations_in_context(
         128, base=10000.0, original_max_position_embeddings=4096) >= 1).sum()),
     "12-temperature": lambda: _in_text(
-        12, "the temperature lowers the entropy as designed, raises the loss here, and leaves "
+        12, "the temperature lowers the entropy, raises the loss here, and leaves "
         "far accuracy at $4L$ unchanged", "as-designed"),
     "12-fine-tune": lambda: _in_text(
         12, "NTK-aware and YaRN dip in the first 25 steps before climbing (−0.05 each; NTK-aware's "
-        "dip is unclear under a t-interval), and the unchanged RoPE gains least", "unchanged"),
+        "dip is unclear under a t-interval), and the unchanged RoPE gains least on the mean",
+        "unchanged"),
     "13-window-sinks": _stored_window,
     "13-offset": _smollm2_offset,
     "13-pair28": lambda: 511 * float(rope_inv_freq(SMOLLM2["head_dim"], base=SMOLLM2["base"])[28]),

@@ -248,7 +248,8 @@ def render(record, *, workers=None):
         "copy lies less than L back and guesses (chance) otherwise. On the passkey the",
         "position-blind reader is always right (one earlier copy) and the window always guesses.",
         "",
-        f"- command: `{record.get('command', 'python tools/lab2_grid.py')}`",
+        "- commands: " + "; ".join(f"{part}: `{cmd}`" for part, cmd in record.get(
+            "part_commands", {"all": record.get("command", "python tools/lab2_grid.py")}).items()),
         f"- task: `{task['name']}` {task['settings']}",
         f"- model: 2 layers, d_model 32, 4 heads of 8, RoPE base {record['toy_base']:.4f}",
         f"- seeds: {main['seeds']}; pre-training {s['steps']} steps of {s['batch']} sequences, "
@@ -535,6 +536,8 @@ def main(argv=None):
         record["part_seconds"] = {"main lr base beta": record["seconds"]}
     record["part_seconds"] = {k: v for k, v in record.get("part_seconds", {}).items()
                               if not set(k.split()) & set(args.parts)}
+    record["part_commands"] = {k: v for k, v in record.get("part_commands", {}).items()
+                               if k in record["part_seconds"]}
     started = {}
 
     def begin(part):
@@ -548,6 +551,7 @@ def main(argv=None):
     def save(key, value, part):
         record[key] = value
         record["part_seconds"][part] = round(time.perf_counter() - started[part])
+        record.setdefault("part_commands", {})[part] = command.strip()
         record["seconds"] = sum(record["part_seconds"].values())
         _write(out_dir, record)
 
