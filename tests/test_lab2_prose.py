@@ -107,7 +107,7 @@ def test_temperature_in_the_main_grid(text):
     d = cell_values(MAIN, "yarn", 4, 25) - cell_values(MAIN, "yarn_no_t", 4, 25)
     m, low, high = paired_bootstrap(d)
     quoted = f"{m:+.3f} [{low:+.3f}, {high:+.3f}]".replace("-", "−")
-    assert f"unchanged ({quoted} in the grid" in text
+    assert f"either way ({quoted} in the grid" in text and round(max(-low, high), 2) <= 0.01
 
 
 def test_passkey_and_no_fine_tune_order(text):
