@@ -113,6 +113,8 @@ ARGUMENT_ALIASES = {
 ALWAYS_JUNK = {
     "course_utils.lab.train.run_experiment": ("task",),
     "course_utils.lab.extension.run_context_extension": ("task",),
+    "course_utils.lab.extension.prefix_dynamic": ("task",),
+    "course_utils.lab.extension.ceiling_curve": ("task",),
 }
 
 # Functions that download, write or load the released model's files and text: a junk path would

@@ -671,6 +671,22 @@ def _ceiling_of(results, seeds, ceiling_steps, train_length):
     return ceiling
 
 
+def _unscaled_lab_arguments(task, config, multipliers, seeds):
+    """``(multipliers, seeds)`` checked for :func:`ceiling_curve` and :func:`prefix_dynamic`:
+    an unscaled RoPE ``config`` for ``task``'s vocabulary, multipliers >= 2, seeds >= 0."""
+    if not isinstance(config, ModelConfig) or config.scheme != "rope" or config.rope_scaling:
+        raise TypeError("config must be a ModelConfig with scheme='rope' and no rope_scaling")
+    if config.vocab_size != task.vocab_size:
+        raise ValueError(f"config.vocab_size must equal the task's vocabulary ({task.vocab_size})")
+    for name, seq in (("multipliers", multipliers), ("seeds", seeds)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)) or not seq:
+            raise TypeError(f"{name} must be a non-empty list or tuple, got {seq!r:.60}")
+    multipliers = tuple(val.positive_int(m, "multipliers") for m in multipliers)
+    if min(multipliers) < 2:
+        raise ValueError(f"multipliers must be integers >= 2, got {multipliers}")
+    return multipliers, tuple(val.positive_int(s, "seeds", allow_zero=True) for s in seeds)
+
+
 def ceiling_curve(task, config, *, ceiling_steps, train_length=16, multipliers=(2, 4),
                   seeds=(0, 1, 2), batch=8, lr=1e-2, n_test=128, passkey=True, workers=None,
                   progress=None):
@@ -682,19 +698,12 @@ def ceiling_curve(task, config, *, ceiling_steps, train_length=16, multipliers=(
     rerunning the grid."""
     if not isinstance(task, Task):
         raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
-    if not isinstance(config, ModelConfig) or config.scheme != "rope" or config.rope_scaling:
-        raise TypeError("config must be a ModelConfig with scheme='rope' and no rope_scaling")
-    for name, seq in (("ceiling_steps", ceiling_steps), ("multipliers", multipliers),
-                      ("seeds", seeds)):
-        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)) or not seq:
-            raise TypeError(f"{name} must be a non-empty list or tuple, got {seq!r:.60}")
+    if isinstance(ceiling_steps, (str, bytes)) or not isinstance(ceiling_steps, (list, tuple)) \
+            or not ceiling_steps:
+        raise TypeError(f"ceiling_steps must be a non-empty list or tuple, got "
+                        f"{ceiling_steps!r:.60}")
     ceiling_steps = tuple(val.positive_int(n, "ceiling_steps") for n in ceiling_steps)
-    seeds = tuple(val.positive_int(s, "seeds", allow_zero=True) for s in seeds)
-    if config.vocab_size != task.vocab_size:
-        raise ValueError(f"config.vocab_size must equal the task's vocabulary ({task.vocab_size})")
-    multipliers = tuple(val.positive_int(m, "multipliers") for m in multipliers)
-    if min(multipliers) < 2:
-        raise ValueError(f"multipliers must be integers >= 2, got {multipliers}")
+    multipliers, seeds = _unscaled_lab_arguments(task, config, multipliers, seeds)
     settings = {"train_length": val.positive_int(train_length, "train_length"),
                 "multipliers": multipliers,
                 "scratch_batch": val.positive_int(batch, "batch"),
@@ -753,17 +762,7 @@ def prefix_dynamic(task, config, *, seeds=(0, 1, 2), train_length=16, multiplier
     """
     if not isinstance(task, Task) or task.name != "recall_latest":
         raise TypeError("task must be make_task('recall_latest', ...)")
-    if not isinstance(config, ModelConfig) or config.scheme != "rope" or config.rope_scaling:
-        raise TypeError("config must be a ModelConfig with scheme='rope' and no rope_scaling")
-    for name, seq in (("multipliers", multipliers), ("seeds", seeds)):
-        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)) or not seq:
-            raise TypeError(f"{name} must be a non-empty list or tuple, got {seq!r:.60}")
-    seeds = tuple(val.positive_int(s, "seeds", allow_zero=True) for s in seeds)
-    if config.vocab_size != task.vocab_size:
-        raise ValueError(f"config.vocab_size must equal the task's vocabulary ({task.vocab_size})")
-    multipliers = tuple(val.positive_int(m, "multipliers") for m in multipliers)
-    if min(multipliers) < 2:
-        raise ValueError(f"multipliers must be integers >= 2, got {multipliers}")
+    multipliers, seeds = _unscaled_lab_arguments(task, config, multipliers, seeds)
     settings = {"train_length": val.positive_int(train_length, "train_length"),
                 "multipliers": multipliers,
                 "steps": val.positive_int(steps, "steps"), "batch": val.positive_int(batch, "batch"),
