@@ -235,8 +235,9 @@ def render(record, *, workers=None):
     lines = [
         "# Context-extension lab: the full grid",
         "",
-        "Written by `python tools/lab2_grid.py` (`make lab2-grid`; notebook 12 reads this record",
-        "and runs a three-seed core of it). Scored: the labelled positions at or beyond the",
+        "Written by `python tools/lab2_grid.py` (`make lab2-grid`, and `make lab2-ceiling` for the",
+        "model trained from scratch for 8000 and 16000 steps; notebook 12 reads this record and",
+        "runs a three-seed core of it). Scored: the labelled positions at or beyond the",
         f"training length L = {s['train_length']}, split by the distance from the query to the "
         "latest earlier copy of its key: `near` (< L, distances met in training) and `far` (>= L);",
         "and `passkey`, a second test where each sequence has one query whose key occurs once "
