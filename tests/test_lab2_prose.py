@@ -163,3 +163,19 @@ def test_the_model_trained_long_and_the_passkey_scope(text):
     t = diff(BASE, ("yarn", 4, 25), ("yarn_no_t", 4, 25))
     assert f"{signed(t)} at base $10^4$, an interval above 0" in text
     assert verdicts(BASE, ("yarn", 4, 25), ("yarn_no_t", 4, 25))[0] == "agrees"
+
+
+def test_the_rerun_on_another_cpu(text):
+    reruns = GRID["reruns"].values()
+    far = sum(r["far"]["verdicts"] for r in reruns)
+    changed = [c for r in reruns for c in r["far"]["changed"]]
+    assert f"{len(changed)} of {far} far-split verdicts change" in text
+    ntk = [c for c in changed if c["claim"].startswith("NTK-aware over")]
+    assert {c["run"] for c in ntk} == {"main (base 3.78, lr 0.001)", "lr 0.0003", "lr 0.003"}
+    assert len({c["claim"] for c in ntk}) == 2
+    yarn = [c for c in changed if c["claim"].startswith("YaRN before PI (4L")]
+    assert len(yarn) == 2 and {c["to"] for c in yarn} == {"unclear"}
+    temp = [c for c in changed if c["claim"].startswith("temperature")]
+    assert [(c["run"], c["to"]) for c in temp] == [("lr 0.003", "agrees")]
+    assert len(changed) == len(ntk) + len(yarn) + len(temp)
+    assert not [c for c in changed if c["run"].startswith("base")]   # "none at base 10^4"

@@ -546,7 +546,10 @@ def main(argv=None):
         return True
 
     # the parts this record's numbers come from (a rerun elsewhere: the parts it reran)
-    before = record.get("parts_run", ("main", "lr", "base", "beta") if record else ())
+    # a rerun elsewhere that starts from the repository's record reran only its own parts
+    fresh_rerun = args.out is not None and source == RECORD
+    before = () if fresh_rerun else record.get("parts_run",
+                                               ("main", "lr", "base", "beta") if record else ())
     record["parts_run"] = [p for p in PARTS if p in args.parts or p in before]
 
     def save(key, value, part):
