@@ -152,8 +152,8 @@ def test_a_rerun_is_compared_verdict_by_verdict():
     for key in ("changed", "t_changed"):
         assert {"claim": "PI: fine-tune recovers (4L, 0 -> 100)", "run": list(grid.runs_of(
             record))[0], "from": "agrees", "to": "unclear"} in changed["far"][key]
-    record["reruns"] = {"here": changed | {"command": "test"}}
-    assert "agrees (+0.31), rerun: unclear" in grid.render(record)
+    record["reruns"] = {"other CPU": changed | {"command": "test"}}
+    assert "unclear (+0.31); here: agrees, other CPU: unclear" in grid.render(record)
     # a rerun of some parts is compared on those alone; other seeds are refused
     other["parts_run"] = ["lr"]
     assert grid.compare(record, other)["cells_that_differ"] == 0
@@ -161,3 +161,43 @@ def test_a_rerun_is_compared_verdict_by_verdict():
     other["main"]["seeds"] = other["main"]["seeds"][:-1]
     with pytest.raises(ValueError, match="seeds"):
         grid.compare(record, other)
+
+
+def test_a_verdict_is_stated_only_when_every_path_gives_it():
+    from course_utils.lab.extension import rerun_test, stated_verdicts
+
+    grid = _grid_tool()
+    record = json.loads(grid.RECORD.read_text())
+    record.pop("reruns")
+    main = list(grid.runs_of(record))[0]
+    alone = stated_verdicts(record)
+    assert all(c["stated"] == c["here"] and c["paths"] == {}
+               for cells in alone.values() for c in cells.values())
+    recovers = "PI: fine-tune recovers (4L, 0 -> 100)"
+    assert alone[recovers][main]["stated"] == "agrees"
+    # a path on which PI at 4L after 100 steps is back at 0 steps on every seed
+    other = copy.deepcopy(record)
+    run = other["main"]
+    pi, k = run["methods"].index("pi"), run["multipliers"].index(4)
+    cells = run["accuracy"]["far"]["per_seed"][pi][k]
+    cells[run["checkpoints"].index(100)] = list(cells[0])
+    record["reruns"] = {"first": grid.compare(record, other) | {"command": "test"}}
+    both = stated_verdicts(record)
+    assert both[recovers][main] | {"paths": None} == alone[recovers][main] | {
+        "paths": None, "stated": "unclear"}
+    assert both[recovers][main]["paths"] == {"first": "unclear"}
+    assert all(both[c][lab]["stated"] == alone[c][lab]["stated"] for c in alone
+               for lab in alone[c] if (c, lab) != (recovers, main))
+    # the first path's test: counted against the record alone
+    held, stated, changed = rerun_test(record, "first")
+    decided = sum(c["stated"] != "unclear" for cells in alone.values()   # every run: the
+                  for c in cells.values())                                # copy ran them all
+    assert (held, stated) == (decided - 1, decided)
+    assert changed == [(recovers, main, "agrees", "unclear")]
+    # a second path that agrees with the record everywhere: the claim the first path made
+    # unclear is not counted again, every other stated verdict holds
+    record["reruns"]["second"] = grid.compare(record, copy.deepcopy(record)) | {"command": "t"}
+    assert rerun_test(record, "second") == (decided - 1, decided - 1, [])
+    assert stated_verdicts(record)[recovers][main]["stated"] == "unclear"
+    with pytest.raises(ValueError, match="where"):
+        rerun_test(record, "third")

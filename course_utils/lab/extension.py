@@ -44,7 +44,8 @@ __all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "Context
            "plot_by_position", "plot_vs_steps", "versions", "answer_distance",
            "position_blind_expected", "evaluate_by_distance", "baselines_by_distance",
            "SPLITS", "paired_bootstrap", "verdict", "CLAIMS", "summarise", "cell_values",
-           "claim_differences", "claim_table", "verdict_matrix", "evaluate_passkey", "t_interval",
+           "claim_differences", "claim_table", "verdict_matrix", "grid_runs",
+           "stated_verdicts", "rerun_test", "evaluate_passkey", "t_interval",
            "PASSKEY_SEED", "ceiling_curve", "prefix_forward", "prefix_dynamic"]
 
 METHODS = ("rope", "pi", "ntk", "dynamic", "yarn", "yarn_no_t")
@@ -1327,6 +1328,74 @@ def verdict_matrix(runs, split="far"):
                              row[0].startswith(same) for same in _PASSKEY_SAME)))}
     return {name: {label: table[name] for label, table in tables.items() if name in table}
             for name, *_ in CLAIMS if any(name in table for table in tables.values())}
+
+
+def grid_runs(record):
+    """``{label: run}`` of a grid record (``lab2_grid.json``, written by ``tools/lab2_grid.py``):
+    the main grid, then its learning-rate, base and YaRN-beta variants, in that order."""
+    if not isinstance(record, dict) or "main" not in record or "toy_base" not in record:
+        raise TypeError(f"record must be a grid record (a dict with 'main' and 'toy_base'), got "
+                        f"{record!r:.60}")
+    main = _record(record["main"])
+    out = {f"main (base {record['toy_base']:.2f}, lr {main['settings']['tune_lr']:g})": main}
+    for lr, run in record.get("lr_variants", {}).items():
+        out[f"lr {float(lr):g}"] = run
+    for base, run in record.get("bases", {}).items():
+        out[f"base {float(base):g}"] = run
+    if "yarn_beta" in record:
+        out["YaRN beta rescaled"] = record["yarn_beta"]["run"]
+    return out
+
+
+def stated_verdicts(record, split="far"):
+    """Every claim in every run of a grid record, over every floating-point path the grid was
+    run on: ``{claim: {label: {"mean", "low", "high", "here", "t", "paths", "stated"}}}``.
+
+    ``mean``, ``low``, ``high``, ``here`` and ``t`` are the record's own (:func:`verdict_matrix`
+    of :func:`grid_runs`); ``paths`` is ``{where: verdict}`` for each recorded rerun
+    (``record["reruns"]``, written by ``tools/lab2_grid.py --compare``) that ran the run.
+    Training is chaotic, so another order of floating-point additions gives other per-seed
+    accuracies, and a verdict whose interval ends near 0 can change with it. The verdict stated
+    is therefore ``here`` when every path gives the same one, and ``"unclear"`` otherwise.
+    """
+    split = val.choice(split, "split", ("far", "passkey", "near", "all"))
+    reruns = record.get("reruns", {}) if isinstance(record, dict) else {}
+    out = {}
+    for claim, cells in verdict_matrix(grid_runs(record), split).items():
+        out[claim] = {}
+        for label, (mean, low, high, here, t_word) in cells.items():
+            paths = {where: diff[split]["theirs"][claim][label]
+                     for where, diff in reruns.items()
+                     if label in diff[split].get("theirs", {}).get(claim, {})}
+            stated = here if all(v == here for v in paths.values()) else "unclear"
+            out[claim][label] = {"mean": mean, "low": low, "high": high, "here": here,
+                                 "t": t_word, "paths": paths, "stated": stated}
+    return out
+
+
+def rerun_test(record, where, split="far"):
+    """How the verdicts stated before the rerun ``where`` fare on it, for the runs it ran:
+    ``(held, stated, changed)`` with ``stated`` the number of *agrees* and *disagrees* that
+    :func:`stated_verdicts` gives from the record and the reruns recorded before ``where``,
+    ``held`` how many of them ``where`` gives too, and ``changed`` the
+    ``(claim, label, stated, theirs)`` of the others."""
+    reruns = record.get("reruns", {}) if isinstance(record, dict) else {}
+    if where not in reruns:
+        raise ValueError(f"where must be a recorded rerun, one of {list(reruns)}, got {where!r}")
+    order = list(reruns)
+    before = {**record, "reruns": {w: reruns[w] for w in order[:order.index(where)]}}
+    theirs = reruns[where][split]["theirs"]
+    held, stated, changed = 0, 0, []
+    for claim, cells in stated_verdicts(before, split).items():
+        for label, cell in cells.items():
+            if cell["stated"] == "unclear" or label not in theirs.get(claim, {}):
+                continue
+            stated += 1
+            if theirs[claim][label] == cell["stated"]:
+                held += 1
+            else:
+                changed.append((claim, label, cell["stated"], theirs[claim][label]))
+    return held, stated, changed
 
 
 def steps_to_threshold(run, who, multiplier, threshold=None, split="far"):
