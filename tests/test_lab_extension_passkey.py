@@ -169,35 +169,91 @@ def test_a_verdict_is_stated_only_when_every_path_gives_it():
     grid = _grid_tool()
     record = json.loads(grid.RECORD.read_text())
     record.pop("reruns")
-    main = list(grid.runs_of(record))[0]
+    labels = list(grid.runs_of(record))
+    main, lr3 = labels[0], "lr 0.003"
     alone = stated_verdicts(record)
     assert all(c["stated"] == c["here"] and c["paths"] == {}
                for cells in alone.values() for c in cells.values())
     recovers = "PI: fine-tune recovers (4L, 0 -> 100)"
-    assert alone[recovers][main]["stated"] == "agrees"
-    # a path on which PI at 4L after 100 steps is back at 0 steps on every seed
-    other = copy.deepcopy(record)
-    run = other["main"]
+    run = record["main"]
     pi, k = run["methods"].index("pi"), run["multipliers"].index(4)
-    cells = run["accuracy"]["far"]["per_seed"][pi][k]
-    cells[run["checkpoints"].index(100)] = list(cells[0])
-    record["reruns"] = {"first": grid.compare(record, other) | {"command": "test"}}
+    c0, c100 = run["checkpoints"].index(0), run["checkpoints"].index(100)
+    by_hand = np.array(run["accuracy"]["far"]["per_seed"][pi][k][c100]) - np.array(
+        run["accuracy"]["far"]["per_seed"][pi][k][c0])
+    assert alone[recovers][main]["mean"] == pytest.approx(by_hand.mean(), abs=1e-12)
+    assert alone[recovers][main]["stated"] == alone[recovers][lr3]["stated"] == "agrees"
+
+    def decided(names):   # measurements stated agrees or disagrees by the record alone
+        return sum(c["stated"] != "unclear" and not c["same_as"] for cells in alone.values()
+                   for label, c in cells.items() if label in names)
+
+    def pi_back(r):       # PI at 4L after 100 steps back where it was before, every seed
+        cells = r["accuracy"]["far"]["per_seed"][pi][k]
+        cells[c100] = list(cells[c0])
+
+    def rerun(parts, *runs_of_other):
+        other = copy.deepcopy(record)
+        other["parts_run"] = parts
+        for pick in runs_of_other:
+            pi_back(pick(other))
+        return grid.compare(record, other) | {"command": "test"}
+
+    # first: the main grid alone, where PI does not recover
+    record["reruns"] = {"first": rerun(["main"], lambda o: o["main"])}
     both = stated_verdicts(record)
-    assert both[recovers][main] | {"paths": None} == alone[recovers][main] | {
-        "paths": None, "stated": "unclear"}
+    assert both[recovers][main]["stated"] == "unclear"
     assert both[recovers][main]["paths"] == {"first": "unclear"}
+    assert both[recovers][lr3]["paths"] == {} and both[recovers][lr3]["stated"] == "agrees"
+    # the YaRN-beta run's PI is the main grid's (same fine-tunes): one measurement, one verdict
+    assert both[recovers]["YaRN beta rescaled"]["same_as"] == main
+    assert both[recovers]["YaRN beta rescaled"]["stated"] == "unclear"
     assert all(both[c][lab]["stated"] == alone[c][lab]["stated"] for c in alone
-               for lab in alone[c] if (c, lab) != (recovers, main))
-    # the first path's test: counted against the record alone
-    held, stated, changed = rerun_test(record, "first")
-    decided = sum(c["stated"] != "unclear" for cells in alone.values()   # every run: the
-                  for c in cells.values())                                # copy ran them all
-    assert (held, stated) == (decided - 1, decided)
-    assert changed == [(recovers, main, "agrees", "unclear")]
-    # a second path that agrees with the record everywhere: the claim the first path made
-    # unclear is not counted again, every other stated verdict holds
-    record["reruns"]["second"] = grid.compare(record, copy.deepcopy(record)) | {"command": "t"}
-    assert rerun_test(record, "second") == (decided - 1, decided - 1, [])
-    assert stated_verdicts(record)[recovers][main]["stated"] == "unclear"
+               for lab in alone[c] if c != recovers or lab in ("lr 0.0003", lr3))
+    n_main = decided({main})
+    first = (n_main - 1, n_main, [(recovers, main, "agrees", "unclear")])
+    assert rerun_test(record, "first") == first
+    # second: main and the learning rates, PI not recovering in main and at 3e-3. Tested after
+    # the first: main's "recovers" is no longer stated, 3e-3's changes; the first's own test
+    # does not see the second
+    record["reruns"]["second"] = rerun(["main", "lr"], lambda o: o["main"],
+                                       lambda o: o["lr_variants"]["0.003"])
+    n_both = decided({main, "lr 0.0003", lr3})
+    assert rerun_test(record, "second") == (n_both - 2, n_both - 1,
+                                            [(recovers, lr3, "agrees", "unclear")])
+    assert rerun_test(record, "first") == first
+    assert stated_verdicts(record)[recovers][lr3]["stated"] == "unclear"
     with pytest.raises(ValueError, match="where"):
         rerun_test(record, "third")
+    with pytest.raises(ValueError, match="split"):
+        rerun_test(record, "first", "near")
+    with pytest.raises(TypeError, match="record"):
+        rerun_test(None, "first")
+    stale = copy.deepcopy(record)
+    stale["main"]["accuracy"]["far"]["per_seed"][pi][k][c100][0] += 0.01
+    with pytest.raises(ValueError, match="compare it again"):
+        stated_verdicts(stale)
+    del stale["reruns"]["first"]["far"]["theirs"]
+    with pytest.raises(ValueError, match="theirs"):
+        stated_verdicts(stale)
+
+
+def test_the_stored_rerun_verdicts_are_those_of_the_stored_reruns():
+    from course_utils.lab.extension import path_verdicts, verdict_matrix
+
+    grid = _grid_tool()
+    record = json.loads(grid.RECORD.read_text())
+    reruns = json.loads(grid.RERUNS.read_text())
+    assert list(reruns) == list(record["reruns"])          # the same reruns, in order
+    for where, runs in reruns.items():
+        assert sorted(runs) == record["reruns"][where]["runs"]
+        for split in ("far", "passkey"):
+            theirs = {claim: {label: cell[3] for label, cell in cells.items()}
+                      for claim, cells in verdict_matrix(runs, split).items()}
+            assert theirs == record["reruns"][where][split]["theirs"], (where, split)
+    # path_verdicts: "here" is the record's own interval, then each rerun that ran the run
+    main = list(grid.runs_of(record))[0]
+    paths = path_verdicts(record, reruns, main, ("pi", 4, 100), ("pi", 4, 0))
+    assert list(paths) == ["here"] + [w for w, r in reruns.items() if main in r]
+    assert paths["here"][3] == "agrees" and paths["here"][0] == pytest.approx(0.31, abs=0.005)
+    with pytest.raises(ValueError, match="label"):
+        path_verdicts(record, reruns, "main", ("pi", 4, 100), ("pi", 4, 0))

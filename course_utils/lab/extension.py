@@ -44,8 +44,8 @@ __all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "Context
            "plot_by_position", "plot_vs_steps", "versions", "answer_distance",
            "position_blind_expected", "evaluate_by_distance", "baselines_by_distance",
            "SPLITS", "paired_bootstrap", "verdict", "CLAIMS", "summarise", "cell_values",
-           "claim_differences", "claim_table", "verdict_matrix", "grid_runs",
-           "stated_verdicts", "rerun_test", "evaluate_passkey", "t_interval",
+           "claim_differences", "claim_table", "verdict_matrix", "grid_runs", "run_fingerprint",
+           "stated_verdicts", "rerun_test", "path_verdicts", "evaluate_passkey", "t_interval",
            "PASSKEY_SEED", "ceiling_curve", "prefix_forward", "prefix_dynamic"]
 
 METHODS = ("rope", "pi", "ntk", "dynamic", "yarn", "yarn_no_t")
@@ -1347,55 +1347,132 @@ def grid_runs(record):
     return out
 
 
+def run_fingerprint(run):
+    """A short hash of a run's per-seed numbers (accuracies, baselines, the prefix-by-prefix
+    rows): a rerun's comparison names the fingerprints it was made against, so that a run
+    regenerated since is not judged by an older comparison."""
+    import hashlib
+
+    run = _record(run)
+    numbers = {key: run.get(key) for key in ("seeds", "accuracy", "baselines", "prefix_dynamic")}
+    return hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest()[:16]
+
+
+_RERUN_SPLITS = ("far", "passkey")
+"""The splits a rerun's comparison holds verdicts for."""
+
+
+def _reruns_of(record):
+    """``record["reruns"]`` checked: each entry holds the rerun's verdicts (``theirs``) for
+    :data:`_RERUN_SPLITS`, made against the runs the record holds now."""
+    runs = grid_runs(record)
+    reruns = record.get("reruns", {})
+    if not isinstance(reruns, dict):
+        raise TypeError(f"record['reruns'] must be a dict {{where: comparison}}, got "
+                        f"{type(reruns).__name__}")
+    for where, diff in reruns.items():
+        if not isinstance(diff, dict) or not all(
+                isinstance(diff.get(split), dict) and "theirs" in diff[split]
+                for split in _RERUN_SPLITS):
+            raise ValueError(f"record['reruns'][{where!r}] holds no rerun verdicts ('theirs'); "
+                             "compare the rerun again (tools/lab2_grid.py --compare)")
+        for label, fingerprint in diff.get("fingerprints", {}).items():
+            if label in runs and run_fingerprint(runs[label]) != fingerprint:
+                raise ValueError(f"record['reruns'][{where!r}] was compared with another run "
+                                 f"{label!r} than the record holds now; compare it again")
+    return reruns
+
+
 def stated_verdicts(record, split="far"):
     """Every claim in every run of a grid record, over every floating-point path the grid was
-    run on: ``{claim: {label: {"mean", "low", "high", "here", "t", "paths", "stated"}}}``.
+    run on: ``{claim: {label: {"mean", "low", "high", "here", "t", "paths", "stated",
+    "same_as"}}}``.
 
     ``mean``, ``low``, ``high``, ``here`` and ``t`` are the record's own (:func:`verdict_matrix`
     of :func:`grid_runs`); ``paths`` is ``{where: verdict}`` for each recorded rerun
-    (``record["reruns"]``, written by ``tools/lab2_grid.py --compare``) that ran the run.
-    Training is chaotic, so another order of floating-point additions gives other per-seed
-    accuracies, and a verdict whose interval ends near 0 can change with it. The verdict stated
-    is therefore ``here`` when every path gives the same one, and ``"unclear"`` otherwise.
+    (``record["reruns"]``, written by ``tools/lab2_grid.py --compare``) that ran the
+    measurement. Training is chaotic, so another order of floating-point additions gives other
+    per-seed accuracies, and a verdict whose interval ends near 0 can change with it. The
+    verdict stated is ``here`` when every path gives the same one, and ``"unclear"`` otherwise:
+    a filter for verdicts that do not depend on the path, not a test with an error rate of its
+    own. ``same_as`` names an earlier run whose cells of the claim are the same measurement
+    (equal per-seed values: the no-fine-tune cells the learning-rate variants share with the
+    main grid), ``None`` for the first; the paths of a measurement are pooled over its runs.
     """
-    split = val.choice(split, "split", ("far", "passkey", "near", "all"))
-    reruns = record.get("reruns", {}) if isinstance(record, dict) else {}
+    split = val.choice(split, "split", _RERUN_SPLITS)
+    reruns = _reruns_of(record)
+    runs = grid_runs(record)
     out = {}
-    for claim, cells in verdict_matrix(grid_runs(record), split).items():
+    for claim, cells in verdict_matrix(runs, split).items():
+        a, b = next((a, b) for name, _, a, b in CLAIMS if name == claim)
+        first = {}     # per-seed difference -> the first run that measured it
+        for label in cells:
+            key = tuple(cell_values(runs[label], *a, split) - cell_values(runs[label], *b, split))
+            first.setdefault(key, label)
+        group = {label: first[tuple(cell_values(runs[label], *a, split)
+                                    - cell_values(runs[label], *b, split))] for label in cells}
         out[claim] = {}
         for label, (mean, low, high, here, t_word) in cells.items():
-            paths = {where: diff[split]["theirs"][claim][label]
-                     for where, diff in reruns.items()
-                     if label in diff[split].get("theirs", {}).get(claim, {})}
+            paths = {}
+            for where, diff in reruns.items():
+                seen = {diff[split]["theirs"].get(claim, {}).get(other) for other in cells
+                        if group[other] == group[label]} - {None}
+                if seen:     # one word when the path gives one, else its words disagree
+                    paths[where] = seen.pop() if len(seen) == 1 else "unclear"
             stated = here if all(v == here for v in paths.values()) else "unclear"
             out[claim][label] = {"mean": mean, "low": low, "high": high, "here": here,
-                                 "t": t_word, "paths": paths, "stated": stated}
+                                 "t": t_word, "paths": paths, "stated": stated,
+                                 "same_as": None if group[label] == label else group[label]}
     return out
 
 
 def rerun_test(record, where, split="far"):
-    """How the verdicts stated before the rerun ``where`` fare on it, for the runs it ran:
-    ``(held, stated, changed)`` with ``stated`` the number of *agrees* and *disagrees* that
-    :func:`stated_verdicts` gives from the record and the reruns recorded before ``where``,
-    ``held`` how many of them ``where`` gives too, and ``changed`` the
-    ``(claim, label, stated, theirs)`` of the others."""
-    reruns = record.get("reruns", {}) if isinstance(record, dict) else {}
-    if where not in reruns:
-        raise ValueError(f"where must be a recorded rerun, one of {list(reruns)}, got {where!r}")
+    """How the verdicts stated before the rerun ``where`` fare on it, for the measurements it
+    ran, each counted once: ``(held, stated, changed)`` with ``stated`` the number of *agrees*
+    and *disagrees* that :func:`stated_verdicts` gives from the record and the reruns recorded
+    before ``where``, ``held`` how many of them ``where`` gives too, and ``changed`` the
+    ``(claim, label, stated, theirs)`` of the others. A rerun made after the rule of
+    :func:`stated_verdicts` was fixed tests it; for earlier ones the count is in-sample."""
+    reruns = _reruns_of(record)
+    if not isinstance(where, str) or where not in reruns:
+        raise ValueError(f"where must be the name of a recorded rerun, one of {list(reruns)}, "
+                         f"got {where!r:.60}")
+    split = val.choice(split, "split", _RERUN_SPLITS)
     order = list(reruns)
     before = {**record, "reruns": {w: reruns[w] for w in order[:order.index(where)]}}
     theirs = reruns[where][split]["theirs"]
     held, stated, changed = 0, 0, []
     for claim, cells in stated_verdicts(before, split).items():
         for label, cell in cells.items():
-            if cell["stated"] == "unclear" or label not in theirs.get(claim, {}):
+            word = theirs.get(claim, {}).get(label)     # None: the rerun did not run it
+            if cell["stated"] == "unclear" or cell["same_as"] or word is None:
                 continue
             stated += 1
-            if theirs[claim][label] == cell["stated"]:
+            if word == cell["stated"]:
                 held += 1
             else:
-                changed.append((claim, label, cell["stated"], theirs[claim][label]))
+                changed.append((claim, label, cell["stated"], word))
     return held, stated, changed
+
+
+def path_verdicts(record, reruns, label, a, b, split="far"):
+    """The verdict of ``A - B`` (cells as in :data:`CLAIMS`) in run ``label`` of a grid record
+    on every floating-point path that ran it: ``{"here": (mean, low, high, verdict), where:
+    ...}``, ``reruns`` being ``{where: {label: run}}`` (``lab2_reruns.json``, the runs each
+    rerun of ``tools/lab2_grid.py --compare`` ran). For differences that are not claims of
+    :data:`CLAIMS`, which :func:`stated_verdicts` covers."""
+    if not isinstance(reruns, dict):
+        raise TypeError(f"reruns must be a dict {{where: {{label: run}}}}, got {reruns!r:.60}")
+    runs = grid_runs(record)
+    if label not in runs:
+        raise ValueError(f"label must be a run of the record, one of {list(runs)}, got {label!r}")
+    out = {}
+    for where, run in [("here", runs[label])] + [(w, r[label]) for w, r in reruns.items()
+                                                   if label in r]:
+        mean, low, high = paired_bootstrap(cell_values(run, *a, split)
+                                           - cell_values(run, *b, split))
+        out[where] = (mean, low, high, verdict(low, high))
+    return out
 
 
 def steps_to_threshold(run, who, multiplier, threshold=None, split="far"):
