@@ -13,7 +13,17 @@ import pathlib
 
 import pytest
 
-from course_utils.lab.extension import cell_values, paired_bootstrap, t_interval, verdict
+from course_utils.lab.extension import (
+    CLAIMS,
+    cell_values,
+    grid_runs,
+    paired_bootstrap,
+    path_verdicts,
+    rerun_test,
+    stated_verdicts,
+    t_interval,
+    verdict,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "notebooks" / "12_lab_context_extension.ipynb"
@@ -21,6 +31,14 @@ GRID = json.loads((ROOT / "course_utils" / "data" / "records" / "lab2_grid.json"
 MAIN = GRID["main"]
 BASE = GRID["bases"]["10000.0"]
 LR = GRID["lr_variants"]
+MAIN_LABEL = next(iter(grid_runs(GRID)))
+RERUNS = json.loads((ROOT / "course_utils" / "data" / "records" / "lab2_reruns.json").read_text())
+
+
+def physical(cell):
+    """The floating-point paths of a stated verdict: here and each rerun's CPU (the part of its
+    name before the first comma; one CPU's reruns of several parts are one path)."""
+    return {"here"} | {where.split(",")[0] for where in cell["paths"]}
 
 
 @pytest.fixture(scope="module")
@@ -165,17 +183,81 @@ def test_the_model_trained_long_and_the_passkey_scope(text):
     assert verdicts(BASE, ("yarn", 4, 25), ("yarn_no_t", 4, 25))[0] == "agrees"
 
 
-def test_the_rerun_on_another_cpu(text):
-    reruns = GRID["reruns"].values()
-    far = sum(r["far"]["verdicts"] for r in reruns)
-    changed = [c for r in reruns for c in r["far"]["changed"]]
-    assert f"{len(changed)} of {far} far-split verdicts change" in text
-    ntk = [c for c in changed if c["claim"].startswith("NTK-aware over")]
-    assert {c["run"] for c in ntk} == {"main (base 3.78, lr 0.001)", "lr 0.0003", "lr 0.003"}
-    assert len({c["claim"] for c in ntk}) == 2
-    yarn = [c for c in changed if c["claim"].startswith("YaRN before PI (4L")]
-    assert len(yarn) == 2 and {c["to"] for c in yarn} == {"unclear"}
-    temp = [c for c in changed if c["claim"].startswith("temperature")]
-    assert [(c["run"], c["to"]) for c in temp] == [("lr 0.003", "agrees")]
-    assert len(changed) == len(ntk) + len(yarn) + len(temp)
-    assert not [c for c in changed if c["run"].startswith("base")]   # "none at base 10^4"
+def test_the_reruns_on_other_cpus(text):
+    in_sample = [rerun_test(GRID, w) for w, r in GRID["reruns"].items() if not r["held_out"]]
+    stated = sum(n for _, n, _ in in_sample)
+    lost = [c for *_, changed in in_sample for c in changed]
+    assert {after for *_, after in lost} == {"unclear"}              # "none reversed"
+    assert f"{len(lost)} of the {stated} far-split verdicts decided here became unclear" in text
+    assert {(claim, label) for claim, label, *_ in lost} == {
+        ("NTK-aware over PI (2L, 0 steps)", MAIN_LABEL),
+        ("YaRN before PI (4L, 25 steps)", "lr 0.0003"),
+        ("YaRN before PI (4L, 50 steps)", "YaRN beta rescaled")}
+    far = stated_verdicts(GRID)
+    cells = [c for by_run in far.values() for c in by_run.values() if not c["same_as"]]
+    decided = sum(c["stated"] != "unclear" for c in cells)
+    assert f"{decided} of {len(cells)} far-split measurements keep a verdict" in text
+    (held_out,) = [w for w, r in GRID["reruns"].items() if r["held_out"]]
+    held, n, _ = rerun_test(GRID, held_out)
+    assert n == decided and held == n and f"keeps all {n}" in text
+    held, n, _ = rerun_test(GRID, held_out, "passkey")
+    assert f"(on the passkey {held} of {n})" in text
+
+
+def test_verdicts_the_text_states_are_the_stated_ones(text):
+    far, key = stated_verdicts(GRID), stated_verdicts(GRID, "passkey")
+    toy = [MAIN_LABEL, "lr 0.0003", "lr 0.003"]
+    # NTK-aware against PI with no fine-tune at the toy's base: unclear, below 0 on one path
+    ntk = far["NTK-aware over PI (2L, 0 steps)"][MAIN_LABEL]
+    assert ntk["stated"] == "unclear" and ntk["here"] == "disagrees"
+    assert set(ntk["paths"].values()) == {"unclear"} and len(physical(ntk)) == 3
+    assert "(−0.09 at $2L$, below 0 on one floating-point path of three)" in text
+    assert f2(-ntk["mean"]) == "0.09"
+    for label in toy:
+        for claim in ("NTK-aware over PI (2L, 0 steps)", "NTK-aware over PI (4L, 0 steps)",
+                      "temperature helps YaRN (4L, 25)"):
+            assert far[claim][label]["stated"] == "unclear", (claim, label)
+    assert "NTK-aware over PI with no fine-tune and the temperature are unclear" in text
+    for claim in ("YaRN before PI (2L, 25 steps)", "NTK-aware over PI (2L, 0 steps)",
+                  "temperature helps YaRN (4L, 25)"):
+        assert far[claim]["base 10000"]["stated"] == "agrees"
+    # section 3.3 on the passkey: "unclear"
+    for claim in ("3.3 dynamic over RoPE (4L, 0 steps)",
+                  "3.3 dynamic over NTK set for 2L (4L, 0)"):
+        assert {c["stated"] for c in key[claim].values()} == {"unclear"}
+    assert "as section 3.3 argues (on the passkey unclear)" in text
+    # the learning rates: each verdict after fine-tuning keeps its direction or becomes
+    # unclear, but one
+    tuned = {name for name, _, a, b in CLAIMS if a[2] or b[2]}
+    new = [(claim, label) for claim in tuned & set(far) for label in toy[1:]
+           if label in far[claim] and far[claim][label]["stated"] != "unclear"
+           and far[claim][label]["stated"] != far[claim][MAIN_LABEL]["stated"]]
+    assert new == [("YaRN before PI (4L, 50 steps)", "lr 0.003")]
+    assert ("keeps its direction or becomes unclear, except YaRN at $4L$ after 50 steps at "
+            "$3\\times10^{-3}$, which disagrees") in text
+    assert far["YaRN before PI (4L, 50 steps)"]["lr 0.003"]["stated"] == "disagrees"
+
+
+def test_statements_on_other_intervals_hold_on_every_path(text):
+    def words(a, b):
+        return [v[3] for v in path_verdicts(GRID, RERUNS, MAIN_LABEL, a, b).values()]
+
+    # the dips at 2L: below 0 on two paths, unclear on the third
+    for m in ("ntk", "yarn"):
+        assert sorted(words((m, 2, 25), (m, 2, 0))) == ["disagrees", "disagrees", "unclear"]
+    assert "each dip is unclear on one of the three floating-point paths" in text
+    # no method above the position-blind reader with no fine-tune; RoPE below it at 200 steps
+    for m in MAIN["methods"]:
+        for mult in MAIN["multipliers"]:
+            assert "agrees" not in words((m, mult, 0), ("blind", mult, 0)), (m, mult)
+    for mult in MAIN["multipliers"]:
+        assert set(words(("rope", mult, 200), ("blind", mult, 0))) == {"disagrees"}
+    assert "no method is shown above the position-blind reader with no fine-tune" in text
+    # PI and dynamic NTK pass the position-blind line between 50 and 100 steps, at 4L
+    for m in ("pi", "dynamic"):
+        assert "agrees" not in words((m, 4, 50), ("blind", 4, 0))
+        assert set(words((m, 4, 100), ("blind", 4, 0))) == {"agrees"}
+    # and end in this order at 4L after 200 steps, each ahead of the next on every path
+    order = ["pi", "dynamic", "ntk", "yarn", "rope"]
+    for a, b in zip(order[:-1], order[1:], strict=True):
+        assert set(words((a, 4, 200), (b, 4, 200))) == {"agrees"}, (a, b)
