@@ -252,8 +252,9 @@ ANSWERS = {
         12, "the temperature lowers the entropy, raises the loss here, and moves far "
         "accuracy at $4L$ by at most about 0.01 either way", "as-designed"),
     "12-fine-tune": lambda: _in_text(
-        12, "NTK-aware and YaRN dip in the first 25 steps before climbing (−0.05 each; NTK-aware's "
-        "dip is unclear under a t-interval), and the unchanged RoPE gains least on the mean",
+        12, "NTK-aware and YaRN dip on the mean in the first 25 steps before climbing (−0.05 each; "
+        "each dip is unclear on one of the three floating-point paths), and the unchanged RoPE "
+        "gains least on the mean",
         "unchanged"),
     "13-window-sinks": _stored_window,
     "13-offset": _smollm2_offset,

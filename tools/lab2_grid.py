@@ -270,7 +270,8 @@ def render(record, *, workers=None):
         "# Context-extension lab: the full grid",
         "",
         "Written by `python tools/lab2_grid.py` (`make lab2-grid`, and `make lab2-ceiling` for the",
-        "model trained from scratch for 8000 and 16000 steps; notebook 12 reads this record and",
+        "model trained from scratch for 8000 and 16000 steps and at other bases; notebook 12",
+        "reads this record and",
         "runs a three-seed core of it). Scored: the labelled positions at or beyond the",
         f"training length L = {s['train_length']}, split by the distance from the query to the "
         "latest earlier copy of its key: `near` (< L, distances met in training) and `far` (>= L);",
@@ -291,8 +292,8 @@ def render(record, *, workers=None):
         f"lr {s['lr']}",
         f"- fine-tune: batch {s['tune_batch']}, lr {s['tune_lr']} (constant after "
         f"{s['tune_warmup']} warm-up steps), checkpoints {main['checkpoints']}",
-        f"- trained from scratch at the long length (meant as a ceiling; on far queries it is "
-        f"not one): {max(s['multipliers']) * s['train_length']} "
+        f"- trained from scratch at the long length (at the toy's base no ceiling on far queries; "
+        f"at a base for 4L one, below): {max(s['multipliers']) * s['train_length']} "
         f"tokens, {s.get('scratch_steps', s['steps'])} steps of {s['scratch_batch']} sequences, "
         f"lr {s.get('scratch_lr', s['lr'])}",
         f"- test: {s['n_test']} sequences per length, the same for every model and seed",
