@@ -257,3 +257,24 @@ def test_the_stored_rerun_verdicts_are_those_of_the_stored_reruns():
     assert paths["here"][3] == "agrees" and paths["here"][0] == pytest.approx(0.31, abs=0.005)
     with pytest.raises(ValueError, match="label"):
         path_verdicts(record, reruns, "main", ("pi", 4, 100), ("pi", 4, 0))
+
+
+def test_a_rerun_with_other_settings_is_refused_and_stale_reruns_are_dropped(tmp_path,
+                                                                           monkeypatch):
+    grid = _grid_tool()
+    record = json.loads(grid.RECORD.read_text())
+    other = copy.deepcopy(record)
+    other["parts_run"] = ["lr"]
+    other["lr_variants"]["0.003"]["settings"]["tune_warmup"] = 20
+    with pytest.raises(ValueError, match="settings differ.*tune_warmup"):
+        grid.compare(record, other)
+    # a part rerun here since a rerun was compared: that rerun's comparison is dropped
+    reruns = tmp_path / "lab2_reruns.json"
+    reruns.write_text(grid.RERUNS.read_text())
+    monkeypatch.setattr(grid, "RERUNS", reruns)
+    covering = {w for w, d in record["reruns"].items() if "lr 0.003" in d["runs"]}
+    assert covering and covering != set(record["reruns"])
+    record["lr_variants"]["0.003"]["accuracy"]["far"]["per_seed"][0][0][0][0] += 0.01
+    grid._drop_stale_reruns(record)
+    assert set(record["reruns"]) == set(json.loads(reruns.read_text())) != set()
+    assert not covering & set(record["reruns"])

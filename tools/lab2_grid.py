@@ -79,11 +79,13 @@ from course_utils.lab.extension import (  # noqa: E402
     ceiling_curve,
     format_table,
     grid_runs,
+    path_steps,
     plot_vs_steps,
     prefix_dynamic,
     rerun_test,
     run_context_extension,
     run_fingerprint,
+    stated_on_paths,
     stated_verdicts,
     steps_claim,
     steps_to_threshold,
@@ -163,12 +165,22 @@ def _claims(record, label, split="far"):
     return "\n".join(lines)
 
 
-def _steps(run):
+def _stored_reruns(record):
+    """The reruns' own runs (``lab2_reruns.json``) when they are this record's reruns, else
+    none (a rerun written elsewhere, or a record before any rerun)."""
+    reruns = json.loads(RERUNS.read_text()) if RERUNS.exists() else {}
+    return reruns if set(reruns) == set(record.get("reruns", {})) else {}
+
+
+def _steps(record, label):
     """Steps until each method's far accuracy reaches the position-blind reader's (fixed by
-    the test data before any model is trained), per seed, and YaRN against PI, paired."""
+    the test data before any model is trained), per seed, and YaRN against PI, paired, with
+    the verdict stated over every floating-point path (:func:`stated_on_paths`)."""
+    run = runs_of(record)[label]
+    reruns = _stored_reruns(record)
     lines = ["| length | threshold | " + " | ".join(METHOD_LABELS[m] for m in run["methods"])
-             + " | PI - YaRN steps: mean [95 %] | verdict (YaRN fewer) |",
-             "|---" * (len(run["methods"]) + 4) + "|"]
+             + " | PI - YaRN steps: mean [95 %] | verdict (YaRN fewer) | stated (every path) |",
+             "|---" * (len(run["methods"]) + 5) + "|"]
     for mult in run["multipliers"]:
         cells = []
         for m in run["methods"]:
@@ -178,8 +190,12 @@ def _steps(run):
                          f"never (0/{st.size})")
         mean, low, high, word, never = steps_claim(run, "yarn", "pi", mult)
         thr = run["baselines"]["blind"]["far"][run["multipliers"].index(mult)]
+        paths = (path_steps(record, reruns, label, mult) if reruns
+                 else {"here": (mean, low, high, word)})    # no reruns' runs: this path
         lines.append(f"| {mult}L | {thr:.2f} | " + " | ".join(cells)
-                     + f" | {mean:+.0f} [{low:+.0f}, {high:+.0f}] | {word} |")
+                     + f" | {mean:+.0f} [{low:+.0f}, {high:+.0f}] | {word} | "
+                     + stated_on_paths(paths) + (f" ({len(paths)} paths)" if len(paths) > 1
+                                                 else "") + " |")
     return "\n".join(lines)
 
 
@@ -211,6 +227,14 @@ def _ceiling(run):
     for steps, acc in sorted(curve.items(), key=lambda item: int(item[0])):
         lines.append(f"| {steps} | {_cell(acc['far'])} | {_cell(acc['passkey'])} |")
     return "\n".join(lines)
+
+
+def _long_base_settings(main):
+    """The settings part ``long_base`` trains with: the main grid's from-scratch recipe and seeds
+    at the bases ``BASE_FOR_4L`` and 1e4 (stored with its curves, checked when main is rerun)."""
+    s = main["settings"]
+    return {"seeds": list(main["seeds"]), "bases": [BASE_FOR_4L, SECOND_BASE],
+            **{k: s[k] for k in ("train_length", "multipliers", "scratch_batch", "lr", "n_test")}}
 
 
 def _long_base(record):
@@ -253,8 +277,11 @@ def _verdicts(record, split):
             if c["t"] != c["here"]:
                 text += f", t: {c['t']}"
             if c["stated"] != c["here"] or any(v != c["here"] for v in c["paths"].values()):
+                by_cpu = {}      # one CPU's reruns of several parts are one path
+                for where, v in c["paths"].items():
+                    by_cpu.setdefault(where.split(",")[0], set()).add(v)
                 text += "; here: " + c["here"] + "".join(
-                    f", {where.split(',')[0]}: {v}" for where, v in c["paths"].items())
+                    f", {cpu}: {'/'.join(sorted(v))}" for cpu, v in by_cpu.items())
             if c["same_as"]:
                 text += f"; the cells of {c['same_as'].split(' (')[0]}"
             row.append(text)
@@ -343,7 +370,7 @@ def render(record, *, workers=None):
         "many seeds reach it by 200 steps. In the paired difference a seed that never reaches it",
         "counts as 400 steps, so where seeds never reach it the difference is censored, not exact.",
         "",
-        _steps(main),
+        _steps(record, list(runs_of(record))[0]),
         "",
         "![share of seeds at the position-blind reader's far accuracy by fine-tune steps]"
         "(lab2_steps.png)",
@@ -354,7 +381,8 @@ def render(record, *, workers=None):
         "",
         "## Trained at 4L from scratch at a base for 4L, by training steps",
         "",
-        f"Base {BASE_FOR_4L:.2f}: the toy's rule applied at 4L (the share of pairs turning within "
+        f"Base {record.get('long_base', {}).get('settings', {}).get('bases', [BASE_FOR_4L])[0]:.2f}: "
+        "the toy's rule applied at 4L (the share of pairs turning within "
         "4L that Llama 2 has within 4096 tokens); base 1e4: Llama 2's own. Same recipe and",
         "seeds as above; the position-blind reader's far accuracy at 4L is the threshold.",
         "",
@@ -380,7 +408,8 @@ def render(record, *, workers=None):
                   f"## {label}: accuracy, far split", "", _table(run, "far"), "",
                   f"## {label}: accuracy, passkey", "", _table(run, "passkey"), ""]
         if "yarn" in run["methods"] and "pi" in run["methods"]:
-            lines += [f"## {label}: steps to the position-blind reader", "", _steps(run), ""]
+            lines += [f"## {label}: steps to the position-blind reader", "",
+                      _steps(record, label), ""]
     lines += ["![accuracy against fine-tune steps](lab2_grid.png)", "",
               "Methods: " + ", ".join(METHOD_LABELS[m] for m in main["methods"]) + "."]
     return "\n".join(lines) + "\n"
@@ -435,8 +464,8 @@ def compare(record, other):
                     for run in (mine[label], theirs[label])]
         if settings[0] != settings[1]:
             raise ValueError(f"{label}: the rerun's settings differ from the record's: "
-                             + ", ".join(k for k in settings[0]
-                                         if settings[0][k] != settings[1].get(k)))
+                             + ", ".join(k for k in sorted(set(settings[0]) | set(settings[1]))
+                                         if settings[0].get(k) != settings[1].get(k)))
         a, b = _arrays(mine[label]), _arrays(theirs[label])
         for name in set(a) & set(b):
             out["largest_accuracy_difference"] = max(out["largest_accuracy_difference"],
@@ -482,7 +511,7 @@ def _reruns(record):
         return "No rerun recorded."
     return ("The grid rerun under emulated CPUs (`tools/lab2_grid.py --out DIR` with an "
             "environment of `tools/portability.py`), compared with this record (`tools/lab2_grid.py "
-            "--compare DIR/lab2_grid.json --where NAME`), in the order they were run:\n\n"
+            "--compare DIR/lab2_grid.json --where NAME`), in the order they were compared:\n\n"
             + "\n".join(lines))
 
 
@@ -678,6 +707,10 @@ def main(argv=None):
             record.get("part_seconds", {}).pop("ceiling", None)
             print("the longer ceiling's settings changed: its points are dropped "
                   "(make lab2-ceiling)")
+        if "long_base" in record and record["long_base"]["settings"] != _long_base_settings(new):
+            del record["long_base"]       # trained with other settings than the new main grid's
+            record.get("part_seconds", {}).pop("long_base", None)
+            print("the main grid's settings changed: long_base is dropped (make lab2-ceiling)")
         save("main", new, "main")
     if "lr" in args.parts and begin("lr"):
         record["lr_variants"] = {}
@@ -704,17 +737,17 @@ def main(argv=None):
         record["main"]["ceiling_curve"] = curve
         save("main", record["main"], "ceiling")
     if "long_base" in args.parts and begin("long_base"):
-        s, curves = SETTINGS, {}
-        for base in (BASE_FOR_4L, SECOND_BASE):
+        curves, ls = {}, _long_base_settings(record["main"])    # the main grid's recipe and seeds
+        for base in ls["bases"]:
             cfg = ModelConfig(scheme="rope", vocab_size=task.vocab_size, rope_base=base)
             curve = ceiling_curve(task, cfg, ceiling_steps=(100,) if args.quick else LONG_BASE_STEPS,
-                                  train_length=TRAIN_LENGTH, multipliers=s["multipliers"],
-                                  seeds=seeds, batch=s["scratch_batch"], lr=s["lr"],
-                                  n_test=s["n_test"], workers=args.workers)
+                                  train_length=ls["train_length"], multipliers=ls["multipliers"],
+                                  seeds=tuple(ls["seeds"]), batch=ls["scratch_batch"],
+                                  lr=ls["lr"], n_test=ls["n_test"], workers=args.workers)
             curves[repr(base)] = {str(n): {"far": np.round(far, 4).tolist(),
                                            "passkey": np.round(key, 4).tolist()}
                                   for n, (far, key) in sorted(curve.items())}
-        save("long_base", {"seeds": list(seeds), "curves": curves}, "long_base")
+        save("long_base", {"seeds": ls["seeds"], "settings": ls, "curves": curves}, "long_base")
     if "prefix" in args.parts and begin("prefix"):
         s = SETTINGS
         targets = {"main": (record["main"], config)} if "main" in prefix_of else {}

@@ -45,7 +45,8 @@ __all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "Context
            "position_blind_expected", "evaluate_by_distance", "baselines_by_distance",
            "SPLITS", "paired_bootstrap", "verdict", "CLAIMS", "summarise", "cell_values",
            "claim_differences", "claim_table", "verdict_matrix", "grid_runs", "run_fingerprint",
-           "stated_verdicts", "rerun_test", "path_verdicts", "evaluate_passkey", "t_interval",
+           "stated_verdicts", "rerun_test", "path_verdicts", "path_steps",
+           "stated_on_paths", "evaluate_passkey", "t_interval",
            "PASSKEY_SEED", "ceiling_curve", "prefix_forward", "prefix_dynamic"]
 
 METHODS = ("rope", "pi", "ntk", "dynamic", "yarn", "yarn_no_t")
@@ -1337,6 +1338,8 @@ def grid_runs(record):
         raise TypeError(f"record must be a grid record (a dict with 'main' and 'toy_base'), got "
                         f"{record!r:.60}")
     main = _record(record["main"])
+    if not isinstance(record["toy_base"], (int, float)) or isinstance(record["toy_base"], bool):
+        raise TypeError(f"record['toy_base'] must be a number, got {record['toy_base']!r:.60}")
     out = {f"main (base {record['toy_base']:.2f}, lr {main['settings']['tune_lr']:g})": main}
     for lr, run in record.get("lr_variants", {}).items():
         out[f"lr {float(lr):g}"] = run
@@ -1376,8 +1379,11 @@ def _reruns_of(record):
                 for split in _RERUN_SPLITS):
             raise ValueError(f"record['reruns'][{where!r}] holds no rerun verdicts ('theirs'); "
                              "compare the rerun again (tools/lab2_grid.py --compare)")
-        for label, fingerprint in diff.get("fingerprints", {}).items():
-            if label in runs and run_fingerprint(runs[label]) != fingerprint:
+        if not isinstance(diff.get("fingerprints"), dict):
+            raise ValueError(f"record['reruns'][{where!r}] names no fingerprints of the runs it "
+                             "was compared with; compare the rerun again")
+        for label, fingerprint in diff["fingerprints"].items():
+            if label not in runs or run_fingerprint(runs[label]) != fingerprint:
                 raise ValueError(f"record['reruns'][{where!r}] was compared with another run "
                                  f"{label!r} than the record holds now; compare it again")
     return reruns
@@ -1405,12 +1411,12 @@ def stated_verdicts(record, split="far"):
     out = {}
     for claim, cells in verdict_matrix(runs, split).items():
         a, b = next((a, b) for name, _, a, b in CLAIMS if name == claim)
-        first = {}     # per-seed difference -> the first run that measured it
+        values = {label: tuple(tuple(cell_values(runs[label], *who, split)) for who in (a, b))
+                  for label in cells}    # the per-seed values of A and of B
+        first = {}     # the same cells -> the first run that measured them
         for label in cells:
-            key = tuple(cell_values(runs[label], *a, split) - cell_values(runs[label], *b, split))
-            first.setdefault(key, label)
-        group = {label: first[tuple(cell_values(runs[label], *a, split)
-                                    - cell_values(runs[label], *b, split))] for label in cells}
+            first.setdefault(values[label], label)
+        group = {label: first[values[label]] for label in cells}
         out[claim] = {}
         for label, (mean, low, high, here, t_word) in cells.items():
             paths = {}
@@ -1443,16 +1449,36 @@ def rerun_test(record, where, split="far"):
     theirs = reruns[where][split]["theirs"]
     held, stated, changed = 0, 0, []
     for claim, cells in stated_verdicts(before, split).items():
+        groups = {}     # one measurement: the first run that measured it and every run sharing it
         for label, cell in cells.items():
-            word = theirs.get(claim, {}).get(label)     # None: the rerun did not run it
-            if cell["stated"] == "unclear" or cell["same_as"] or word is None:
+            groups.setdefault(cell["same_as"] or label, []).append(label)
+        for first, labels in groups.items():
+            words = {theirs.get(claim, {}).get(label) for label in labels} - {None}
+            if cells[first]["stated"] == "unclear" or not words:    # not stated, or not rerun
                 continue
+            word = words.pop() if len(words) == 1 else "unclear"
             stated += 1
-            if word == cell["stated"]:
+            if word == cells[first]["stated"]:
                 held += 1
             else:
-                changed.append((claim, label, cell["stated"], word))
+                changed.append((claim, first, cells[first]["stated"], word))
     return held, stated, changed
+
+
+def _on_paths(record, reruns, label, measure):
+    """``{"here": measure(run), where: measure(its run), ...}`` over the record's run ``label``
+    and the same run of every rerun in ``reruns`` that ran it."""
+    if not isinstance(reruns, dict) or not all(isinstance(r, dict) for r in reruns.values()):
+        raise TypeError(f"reruns must be a dict {{where: {{label: run}}}}, got {reruns!r:.60}")
+    recorded = _reruns_of(record)
+    if set(reruns) != set(recorded):
+        raise ValueError(f"reruns must be the runs of the record's reruns {list(recorded)}, got "
+                         f"{list(reruns)}")
+    runs = grid_runs(record)
+    if label not in runs:
+        raise ValueError(f"label must be a run of the record, one of {list(runs)}, got {label!r}")
+    return {where: measure(run) for where, run in [("here", runs[label])]
+            + [(w, r[label]) for w, r in reruns.items() if label in r]}
 
 
 def path_verdicts(record, reruns, label, a, b, split="far"):
@@ -1461,18 +1487,28 @@ def path_verdicts(record, reruns, label, a, b, split="far"):
     ...}``, ``reruns`` being ``{where: {label: run}}`` (``lab2_reruns.json``, the runs each
     rerun of ``tools/lab2_grid.py --compare`` ran). For differences that are not claims of
     :data:`CLAIMS`, which :func:`stated_verdicts` covers."""
-    if not isinstance(reruns, dict):
-        raise TypeError(f"reruns must be a dict {{where: {{label: run}}}}, got {reruns!r:.60}")
-    runs = grid_runs(record)
-    if label not in runs:
-        raise ValueError(f"label must be a run of the record, one of {list(runs)}, got {label!r}")
-    out = {}
-    for where, run in [("here", runs[label])] + [(w, r[label]) for w, r in reruns.items()
-                                                   if label in r]:
+    def measure(run):
         mean, low, high = paired_bootstrap(cell_values(run, *a, split)
                                            - cell_values(run, *b, split))
-        out[where] = (mean, low, high, verdict(low, high))
-    return out
+        return mean, low, high, verdict(low, high)
+
+    return _on_paths(record, reruns, label, measure)
+
+
+def path_steps(record, reruns, label, multiplier, faster="yarn", slower="pi"):
+    """:func:`steps_claim` ("``faster`` reaches the position-blind reader's far accuracy in
+    fewer steps than ``slower``") in run ``label`` on every floating-point path that ran it,
+    as :func:`path_verdicts`: ``{"here": (mean, low, high, verdict, never), where: ...}``."""
+    return _on_paths(record, reruns, label,
+                     lambda run: steps_claim(run, faster, slower, multiplier))
+
+
+def stated_on_paths(paths):
+    """The verdict stated from ``{path: (..., verdict, ...)}`` (:func:`path_verdicts`,
+    :func:`path_steps`): the one every path gives, else ``"unclear"``, as
+    :func:`stated_verdicts` states the claims."""
+    words = {cells[3] for cells in paths.values()}
+    return words.pop() if len(words) == 1 else "unclear"
 
 
 def steps_to_threshold(run, who, multiplier, threshold=None, split="far"):
