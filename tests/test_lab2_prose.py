@@ -321,3 +321,24 @@ def test_the_model_trained_at_4l_at_a_base_for_4l(text):
             f"trained at $4L$ from scratch at base {float(for_4l):.2f} for {steps[-1]} steps at "
             f"{f2(ceiling)}. At the toy's own base the model trained long reads them at "
             f"{f2(mean(MAIN, 'scratch', 4, 0))}") in text
+
+
+def test_the_ceiling_statements_hold_on_every_path():
+    """Chapter 12's statements on the model trained at 4L at a base for 4L, on the rerun too:
+    every seed above the position-blind reader from 1000 steps, far accuracy rising to its
+    last step by less than 0.05 (flattening), and above PI after 200 steps on the mean."""
+    long_base = GRID["long_base"]
+    assert long_base.get("reruns")                    # run on another floating-point path
+    k = MAIN["multipliers"].index(4)
+    blind = MAIN["baselines"]["blind"]["far"][k]
+    pi_on = {"here": cell_values(MAIN, "pi", 4, 200).mean()}
+    pi_on |= {w.split(",")[0]: cell_values(r[MAIN_LABEL], "pi", 4, 200).mean()
+              for w, r in RERUNS.items() if MAIN_LABEL in r}
+    for where, curves in {"here": long_base["curves"], **long_base["reruns"]}.items():
+        curve = curves[next(iter(curves))]             # the base for 4L
+        steps = sorted(curve, key=int)
+        assert [all(x > blind for x in curve[n]["far"]) for n in steps] == [
+            False, False, True, True], where
+        means = [sum(curve[n]["far"]) / len(curve[n]["far"]) for n in steps]
+        assert 0 <= means[-1] - means[-2] < 0.05, where
+        assert means[-1] > pi_on[where.split(",")[0]], where

@@ -237,6 +237,23 @@ def _long_base_settings(main):
             **{k: s[k] for k in ("train_length", "multipliers", "scratch_batch", "lr", "n_test")}}
 
 
+def _compare_long_base(record, other, where):
+    """Store a rerun's ``long_base`` curves under ``record["long_base"]["reruns"][where]``,
+    after checking that it trained the same models (seeds, bases, steps, settings)."""
+    mine, theirs = record.get("long_base"), other["long_base"]
+    if mine is None:
+        raise ValueError("the record holds no long_base part to compare with")
+    if theirs["seeds"] != mine["seeds"] or theirs.get("settings", mine["settings"]) != \
+            mine["settings"]:
+        raise ValueError("the rerun's long_base was trained with other seeds or settings")
+    if {b: list(c) for b, c in theirs["curves"].items()} != \
+            {b: list(c) for b, c in mine["curves"].items()}:
+        raise ValueError("the rerun's long_base holds other bases or steps")
+    reruns = mine.setdefault("reruns", {})
+    reruns.pop(where, None)
+    reruns[where] = theirs["curves"]
+
+
 def _long_base(record):
     """The model trained from scratch at 4L at other bases (part ``long_base``), by steps."""
     if "long_base" not in record:
@@ -254,6 +271,13 @@ def _long_base(record):
             above = int((np.array(acc["far"]) > blind).sum())
             lines.append(f"| {float(base):.2f} | {turns:.2f} | {steps} | {_cell(acc['far'])} | "
                          f"{above}/{len(acc['far'])} | {_cell(acc['passkey'])} |")
+    for where, curves in record["long_base"].get("reruns", {}).items():
+        lines += ["", f"Rerun, {where}: far split at 4L (seeds above position-blind) by steps:"]
+        for base, curve in curves.items():
+            lines.append(f"- base {float(base):.2f}: " + "; ".join(
+                f"{steps}: {_cell(acc['far'])} ({int((np.array(acc['far']) > blind).sum())}/"
+                f"{len(acc['far'])})" for steps, acc in sorted(curve.items(),
+                                                             key=lambda item: int(item[0]))))
     return "\n".join(lines)
 
 
@@ -615,6 +639,12 @@ def main(argv=None):
             parser.error("--compare needs --where (the rerun's floating-point path)")
         record = json.loads(RECORD.read_text())
         other = json.loads(args.compare.read_text())
+        if "long_base" in other.get("parts_run", ()) and "long_base" in other:
+            _compare_long_base(record, other, args.where)
+            if set(other["parts_run"]) == {"long_base"}:   # no run of the grid: nothing else
+                RECORD.write_text(json.dumps(record, indent=1) + "\n")
+                (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
+                return 0
         diff = compare(record, other)
         record.setdefault("reruns", {}).pop(args.where, None)     # to the end: the latest
         record["reruns"][args.where] = diff | {
