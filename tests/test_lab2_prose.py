@@ -205,7 +205,8 @@ def test_the_reruns_on_other_cpus(text):
     stated = sum(n for _, n, _ in in_sample)
     lost = [c for *_, changed in in_sample for c in changed]
     assert {after for *_, after in lost} == {"unclear"}              # "none reversed"
-    assert f"{len(lost)} of the {stated} far-split verdicts decided here became unclear" in text
+    assert stated >= len(lost) == 3
+    assert "On an emulated old CPU 3 far-split verdicts decided here became unclear" in text
     assert {(claim, label) for claim, label, *_ in lost} == {
         ("NTK-aware over PI (2L, 0 steps)", MAIN_LABEL),
         ("YaRN before PI (4L, 25 steps)", "lr 0.0003"),
@@ -226,7 +227,8 @@ def test_the_reruns_on_other_cpus(text):
             before = stated_on_paths({w: p for w, p in paths.items() if w != held_out})
             if before != "unclear":
                 kept.append(paths[held_out][3] == before)
-    assert f"{sum(kept)} of {len(kept)} steps-to-threshold verdicts" in text
+    assert f"the steps-to-threshold verdicts, put under the rule afterwards, keep {sum(kept)} of " \
+           f"{len(kept)}" in text
     assert "kept every far-split verdict stated" in text and held < n   # not the passkey's
 
 
@@ -317,10 +319,14 @@ def test_the_model_trained_at_4l_at_a_base_for_4l(text):
     assert f"At base $10^4$ it reads them at {f2(at_500)} after 500 steps" in text
     pi = cell_values(MAIN, "pi", 4, 200).mean()
     ceiling = sum(curves[for_4l][steps[-1]]["far"]) / len(curves[for_4l][steps[-1]]["far"])
-    assert (f"after 200 steps PI reads far queries at $4L$ at {f2(pi)} on the mean, the model "
-            f"trained at $4L$ from scratch at base {float(for_4l):.2f} for {steps[-1]} steps at "
-            f"{f2(ceiling)}. At the toy's own base the model trained long reads them at "
-            f"{f2(mean(MAIN, 'scratch', 4, 0))}") in text
+    assert (f"At the toy's base PI after 200 steps reads far queries at $4L$ far better ({f2(pi)}) "
+            f"than the model trained at $4L$ ({f2(mean(MAIN, 'scratch', 4, 0))}). Trained at $4L$ "
+            f"at a base set for $4L$, that model reaches {f2(ceiling)} after {steps[-1]} steps") in text
+    s = MAIN["settings"]          # "about three times the tokens"
+    long_tokens = int(steps[-1]) * s["scratch_batch"] * 4 * s["train_length"]
+    pi_tokens = s["steps"] * s["batch"] * s["train_length"] + 200 * s["tune_batch"] * 4 * s[
+        "train_length"]
+    assert round(long_tokens / pi_tokens) == 3 and "about three times the tokens" in text
 
 
 def test_the_ceiling_statements_hold_on_every_path():
