@@ -1507,6 +1507,11 @@ def stated_on_paths(paths):
     """The verdict stated from ``{path: (..., verdict, ...)}`` (:func:`path_verdicts`,
     :func:`path_steps`): the one every path gives, else ``"unclear"``, as
     :func:`stated_verdicts` states the claims."""
+    if not isinstance(paths, dict) or not paths or not all(
+            isinstance(v, tuple) and len(v) >= 4 and v[3] in ("agrees", "disagrees", "unclear")
+            for v in paths.values()):
+        raise TypeError(f"paths must be a non-empty dict {{path: (mean, low, high, verdict, "
+                        f"...)}} as path_verdicts returns, got {paths!r:.60}")
     words = {cells[3] for cells in paths.values()}
     return words.pop() if len(words) == 1 else "unclear"
 
