@@ -344,7 +344,8 @@ def render(record, *, workers=None):
         f"- fine-tune: batch {s['tune_batch']}, lr {s['tune_lr']} (constant after "
         f"{s['tune_warmup']} warm-up steps), checkpoints {main['checkpoints']}",
         f"- trained from scratch at the long length (at the toy's base no ceiling on far queries; "
-        f"at a base for 4L one, below): {max(s['multipliers']) * s['train_length']} "
+        f"at a base for 4L a ceiling for models at that base, below): "
+        f"{max(s['multipliers']) * s['train_length']} "
         f"tokens, {s.get('scratch_steps', s['steps'])} steps of {s['scratch_batch']} sequences, "
         f"lr {s.get('scratch_lr', s['lr'])}",
         f"- test: {s['n_test']} sequences per length, the same for every model and seed",
