@@ -127,7 +127,8 @@ def test_temperature_in_the_main_grid(text):
     d = cell_values(MAIN, "yarn", 4, 25) - cell_values(MAIN, "yarn_no_t", 4, 25)
     m, low, high = paired_bootstrap(d)
     quoted = f"{m:+.3f} [{low:+.3f}, {high:+.3f}]".replace("-", "−")
-    assert f"is not shown to move far accuracy at $4L$ ({quoted} after 25 steps in the main grid" in text
+    assert (f"is not shown to move far accuracy at $4L$ at the toy's base ({quoted} after 25 steps "
+            "in the main grid") in text
     ends = {n: [end for p in path_verdicts(GRID, RERUNS, MAIN_LABEL, ("yarn", 4, n),
                                            ("yarn_no_t", 4, n)).values() for end in p[1:3]]
             for n in MAIN["checkpoints"]}
@@ -262,7 +263,11 @@ def test_verdicts_the_text_states_are_the_stated_ones(text):
            and far[claim][label]["stated"] != far[claim][MAIN_LABEL]["stated"]]
     assert new == [("YaRN before PI (4L, 50 steps)", "lr 0.003")]
     assert ("keeps its direction or becomes unclear, except YaRN at $4L$ after 50 steps at "
-            "$3\\times10^{-3}$, which disagrees") in text
+            "$3\\times10^{-3}$, which disagrees, as do YaRN's steps to the position-blind reader "
+            "at $3\\times10^{-4}$") in text
+    steps = {label: stated_on_paths(path_steps(GRID, RERUNS, label, 4))
+             for label in (MAIN_LABEL, "lr 0.0003")}
+    assert steps == {MAIN_LABEL: "unclear", "lr 0.0003": "disagrees"}
     assert far["YaRN before PI (4L, 50 steps)"]["lr 0.003"]["stated"] == "disagrees"
 
 
@@ -383,4 +388,11 @@ def test_gains_attention_and_temperature_scope(text):
     ends = [p[1:3] for n in LR["0.003"]["checkpoints"] for p in path_verdicts(
         GRID, RERUNS, label, ("yarn", 4, n), ("yarn_no_t", 4, n)).values()]
     assert any(lo > 0 for lo, _ in ends) and any(hi < 0 for _, hi in ends)
-    assert "at $3\\times10^{-3}$ single paths fall on either side of 0" in text
+    assert "at the other two rates single paths fall outside 0, on either side at $3\\times10^{-3}$" \
+        in text
+    ends = [p[1:3] for n in LR["0.0003"]["checkpoints"] for p in path_verdicts(
+        GRID, RERUNS, "lr 0.0003", ("yarn", 4, n), ("yarn_no_t", 4, n)).values()]
+    assert any(lo > 0 or hi < 0 for lo, hi in ends)
+    base = [p[1] for p in path_verdicts(GRID, RERUNS, "base 10000", ("yarn", 4, 25),
+                                        ("yarn_no_t", 4, 25)).values()]
+    assert min(base) > 0 and "it raises it by +0.03 at base $10^4$" in text
