@@ -152,8 +152,8 @@ lab2-core: setup ## Context-extension lab (notebook 12): its core run (3 seeds, 
 lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-tunes to 200 steps, far/near split, baselines, bootstrap intervals (about 45 min on 2 cores): benchmarks/LAB2_GRID.md
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2
 
-lab2-ceiling: setup ## Context-extension lab (notebook 12): the model trained at 4L from scratch for 8000 and 16000 steps, and at a base for 4L and at 1e4 for 250-2000 steps, 10 seeds (about 50 min on 2 free cores; 95 min on shared ones), added to the grid's record
-	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2 --parts ceiling long_base
+lab2-ceiling: setup ## Context-extension lab (notebook 12): the model trained at 4L from scratch for 8000 and 16000 steps, at a base for 4L and at 1e4, and with PI's, NTK-aware's and YaRN's frequencies for 4L, for 250-2000 steps, 10 seeds (about 75 min on 2 free cores; 130 min on shared ones), added to the grid's record
+	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2 --parts ceiling long_base long_methods
 
 long-context: setup ## Chapter 13's long measurements on SmolLM2-135M-Instruct (needs the model file; about 25 min on 2 cores): benchmarks/LONG_CONTEXT.md and course_utils/data/records/long_context.json
 	$(PYTHON) tools/long_context.py

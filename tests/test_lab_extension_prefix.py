@@ -182,6 +182,34 @@ def test_ceiling_curve_is_the_grids_curve():
         ceiling_curve(TASK, _config(), ceiling_steps=())
 
 
+def test_ceiling_curve_trains_with_a_methods_frequencies(monkeypatch):
+    # The ceiling of a method itself: trained from scratch at 4L with its stretched RoPE. The
+    # witness is the direct route (train with that config, score the far split); a curve that
+    # dropped the stretch would train the unchanged RoPE, which the spy sees.
+    import course_utils.lab.extension as ext
+    from course_utils.lab.train import train
+
+    pi = method_config(_config(), "pi", 4, 16)
+    trained = []
+    real = ext.train
+
+    def spy(task, config, **kwargs):
+        trained.append(config)
+        return real(task, config, **kwargs)
+
+    monkeypatch.setattr(ext, "train", spy)
+    curve = ceiling_curve(TASK, pi, ceiling_steps=(3,), train_length=16, multipliers=(2, 4),
+                          seeds=(1,), batch=4, lr=3e-3, n_test=8, workers=1, progress=False)
+    assert trained == [pi]
+    params, _ = train(TASK, pi, steps=3, batch=4, length=64, lr=3e-3, seed=1, progress=False)
+    *_, hits, counted = evaluate_by_distance(params, pi, TASK, 64, from_position=16,
+                                             n_sequences=8)
+    np.testing.assert_allclose(curve[3][0], [hits[16:].sum() / counted[16:].sum()], rtol=1e-12)
+    for wrong in (method_config(_config(), "pi", 2, 16), method_config(_config(), "pi", 4, 8)):
+        with pytest.raises(ValueError, match="rope_scaling must stretch train_length"):
+            ceiling_curve(TASK, wrong, ceiling_steps=(3,), train_length=16, multipliers=(2, 4))
+
+
 def test_every_method_of_a_seed_fine_tunes_on_the_same_data(monkeypatch):
     # Paired comparisons need one fine-tune data stream per (seed, length), shared by every
     # method: record the seed each fine-tune receives.

@@ -2,7 +2,7 @@
 
     python tools/lab2_grid.py [--seeds 0 1 ... 9] [--lr-variants 3e-4 3e-3] [--workers N]
                               [--parts main lr base beta prefix ceiling
-                                      long_base] [--quick] [--out DIR]
+                                      long_base long_methods] [--quick] [--out DIR]
     python tools/lab2_grid.py --render
     python tools/lab2_grid.py --compare DIR/lab2_grid.json --where NAME
 
@@ -34,7 +34,11 @@ seeds (10 000 resamples, 95 %) and a verdict. The parts, all on the same ten see
 * ``long_base`` (not run by default; ``make lab2-ceiling``): the same model trained from scratch
   at 4L for ``LONG_BASE_STEPS`` steps at a base chosen for 4L (``BASE_FOR_4L``, the toy's rule
   applied at 4L) and at Llama 2's base 1e4, where the pairs turn within 4L as the toy's do
-  within L or slower: the ceiling the toy's base does not give.
+  within L or slower: the ceiling the toy's base does not give;
+* ``long_methods`` (not run by default; ``make lab2-ceiling``): the model trained from scratch
+  at 4L for ``LONG_BASE_STEPS`` steps at the toy's base with each method's own frequencies for
+  4L (``LONG_METHODS``, :func:`~course_utils.lab.extension.method_config` with factor 4): the
+  ceiling of each method itself, at its own base.
 
 ``--parts`` reruns some parts and keeps the others from the stored record; rerunning ``main``
 or ``base`` reruns ``prefix`` too, and ``main`` keeps the longer ceiling's points while their
@@ -79,6 +83,7 @@ from course_utils.lab.extension import (  # noqa: E402
     ceiling_curve,
     format_table,
     grid_runs,
+    method_config,
     path_steps,
     plot_vs_steps,
     prefix_dynamic,
@@ -113,7 +118,8 @@ SEEDS = tuple(range(10))
 # rule applied at the long length (part "long_base").
 BASE_FOR_4L = float((4 * TRAIN_LENGTH / (2 * np.pi)) ** (1 / LLAMA2_SHARE))
 LONG_BASE_STEPS = (250, 500, 1000, 2000)
-PARTS = ("main", "lr", "base", "beta", "prefix", "ceiling", "long_base")
+LONG_METHODS = ("pi", "ntk", "yarn")   # part "long_methods": static rules, set for 4L
+PARTS = ("main", "lr", "base", "beta", "prefix", "ceiling", "long_base", "long_methods")
 DEFAULT_PARTS = ("main", "lr", "base", "beta", "prefix")   # "ceiling": make lab2-ceiling
 
 
@@ -237,18 +243,30 @@ def _long_base_settings(main):
             **{k: s[k] for k in ("train_length", "multipliers", "scratch_batch", "lr", "n_test")}}
 
 
-def _compare_long_base(record, other, where):
-    """Store a rerun's ``long_base`` curves under ``record["long_base"]["reruns"][where]``,
-    after checking that it trained the same models (seeds, bases, steps, settings)."""
-    mine, theirs = record.get("long_base"), other["long_base"]
+def _long_methods_settings(main):
+    """The settings part ``long_methods`` trains with: ``long_base``'s, at the main grid's base,
+    with ``LONG_METHODS`` in place of other bases."""
+    ls = _long_base_settings(main)
+    del ls["bases"]
+    return ls | {"rope_base": main["settings"]["rope_base"], "methods": list(LONG_METHODS)}
+
+
+LONG_PARTS = {"long_base": _long_base_settings, "long_methods": _long_methods_settings}
+
+
+def _compare_long_base(record, other, where, part="long_base"):
+    """Store a rerun's ``part`` curves (``long_base`` or ``long_methods``) under
+    ``record[part]["reruns"][where]``, after checking that it trained the same models (seeds,
+    bases or methods, steps, settings)."""
+    mine, theirs = record.get(part), other[part]
     if mine is None:
-        raise ValueError("the record holds no long_base part to compare with")
+        raise ValueError(f"the record holds no {part} part to compare with")
     if theirs["seeds"] != mine["seeds"] or theirs.get("settings", mine["settings"]) != \
             mine["settings"]:
-        raise ValueError("the rerun's long_base was trained with other seeds or settings")
+        raise ValueError(f"the rerun's {part} was trained with other seeds or settings")
     if {b: list(c) for b, c in theirs["curves"].items()} != \
             {b: list(c) for b, c in mine["curves"].items()}:
-        raise ValueError("the rerun's long_base holds other bases or steps")
+        raise ValueError(f"the rerun's {part} holds other bases, methods or steps")
     reruns = mine.setdefault("reruns", {})
     reruns.pop(where, None)
     reruns[where] = theirs["curves"]
@@ -640,12 +658,13 @@ def main(argv=None):
             parser.error("--compare needs --where (the rerun's floating-point path)")
         record = json.loads(RECORD.read_text())
         other = json.loads(args.compare.read_text())
-        if "long_base" in other.get("parts_run", ()) and "long_base" in other:
-            _compare_long_base(record, other, args.where)
-            if set(other["parts_run"]) == {"long_base"}:   # no run of the grid: nothing else
-                RECORD.write_text(json.dumps(record, indent=1) + "\n")
-                (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
-                return 0
+        for part in LONG_PARTS:
+            if part in other.get("parts_run", ()) and part in other:
+                _compare_long_base(record, other, args.where, part)
+        if set(other.get("parts_run", ())) <= set(LONG_PARTS):   # no run of the grid
+            RECORD.write_text(json.dumps(record, indent=1) + "\n")
+            (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
+            return 0
         diff = compare(record, other)
         record.setdefault("reruns", {}).pop(args.where, None)     # to the end: the latest
         record["reruns"][args.where] = diff | {
@@ -738,10 +757,11 @@ def main(argv=None):
             record.get("part_seconds", {}).pop("ceiling", None)
             print("the longer ceiling's settings changed: its points are dropped "
                   "(make lab2-ceiling)")
-        if "long_base" in record and record["long_base"]["settings"] != _long_base_settings(new):
-            del record["long_base"]       # trained with other settings than the new main grid's
-            record.get("part_seconds", {}).pop("long_base", None)
-            print("the main grid's settings changed: long_base is dropped (make lab2-ceiling)")
+        for part, settings_of in LONG_PARTS.items():
+            if part in record and record[part]["settings"] != settings_of(new):
+                del record[part]       # trained with other settings than the new main grid's
+                record.get("part_seconds", {}).pop(part, None)
+                print(f"the main grid's settings changed: {part} is dropped (make lab2-ceiling)")
         save("main", new, "main")
     if "lr" in args.parts and begin("lr"):
         record["lr_variants"] = {}
@@ -779,6 +799,21 @@ def main(argv=None):
                                            "passkey": np.round(key, 4).tolist()}
                                   for n, (far, key) in sorted(curve.items())}
         save("long_base", {"seeds": ls["seeds"], "settings": ls, "curves": curves}, "long_base")
+    if "long_methods" in args.parts and begin("long_methods"):
+        curves, ls = {}, _long_methods_settings(record["main"])   # the main grid's recipe
+        for method in ls["methods"]:
+            cfg = method_config(ModelConfig(scheme="rope", vocab_size=task.vocab_size,
+                                            rope_base=ls["rope_base"]),
+                                method, max(ls["multipliers"]), ls["train_length"])
+            curve = ceiling_curve(task, cfg, ceiling_steps=(100,) if args.quick else LONG_BASE_STEPS,
+                                  train_length=ls["train_length"], multipliers=ls["multipliers"],
+                                  seeds=tuple(ls["seeds"]), batch=ls["scratch_batch"],
+                                  lr=ls["lr"], n_test=ls["n_test"], workers=args.workers)
+            curves[method] = {str(n): {"far": np.round(far, 4).tolist(),
+                                       "passkey": np.round(key, 4).tolist()}
+                              for n, (far, key) in sorted(curve.items())}
+        save("long_methods", {"seeds": ls["seeds"], "settings": ls, "curves": curves},
+             "long_methods")
     if "prefix" in args.parts and begin("prefix"):
         s = SETTINGS
         targets = {"main": (record["main"], config)} if "main" in prefix_of else {}

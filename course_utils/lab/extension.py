@@ -673,10 +673,12 @@ def _ceiling_of(results, seeds, ceiling_steps, train_length):
     return ceiling
 
 
-def _unscaled_lab_arguments(task, config, multipliers, seeds):
+def _unscaled_lab_arguments(task, config, multipliers, seeds, scaled=False):
     """``(multipliers, seeds)`` checked for :func:`ceiling_curve` and :func:`prefix_dynamic`:
-    an unscaled RoPE ``config`` for ``task``'s vocabulary, multipliers >= 2, seeds >= 0."""
-    if not isinstance(config, ModelConfig) or config.scheme != "rope" or config.rope_scaling:
+    a RoPE ``config`` for ``task``'s vocabulary, unscaled unless ``scaled``, multipliers >= 2,
+    seeds >= 0."""
+    if not isinstance(config, ModelConfig) or config.scheme != "rope" or (
+            config.rope_scaling and not scaled):
         raise TypeError("config must be a ModelConfig with scheme='rope' and no rope_scaling")
     if config.vocab_size != task.vocab_size:
         raise ValueError(f"config.vocab_size must equal the task's vocabulary ({task.vocab_size})")
@@ -692,12 +694,16 @@ def _unscaled_lab_arguments(task, config, multipliers, seeds):
 def ceiling_curve(task, config, *, ceiling_steps, train_length=16, multipliers=(2, 4),
                   seeds=(0, 1, 2), batch=8, lr=1e-2, n_test=128, passkey=True, workers=None,
                   progress=None):
-    """Train the unchanged RoPE model from scratch at the longest length, once per seed and
+    """Train the RoPE model of ``config`` from scratch at the longest length, once per seed and
     number of steps, as :func:`run_context_extension` trains its ceiling (the same jobs, seeds
     and test sequences, given its ``scratch_batch`` and ``scratch_lr`` as ``batch`` and
     ``lr``): ``{steps: (far-split accuracy, passkey accuracy)}``, arrays ``(seeds,)`` at
     ``max(multipliers) * train_length`` tokens. Extends a stored curve to more steps without
-    rerunning the grid."""
+    rerunning the grid.
+
+    ``config`` may carry a method's stretched RoPE for the longest length (from
+    :func:`method_config` with ``factor = max(multipliers)`` and ``train_length``): the model is
+    then trained from scratch with that method's frequencies, the ceiling of the method itself."""
     if not isinstance(task, Task):
         raise TypeError(f"task must be a Task from make_task, got {type(task).__name__}")
     if isinstance(ceiling_steps, (str, bytes)) or not isinstance(ceiling_steps, (list, tuple)) \
@@ -705,9 +711,14 @@ def ceiling_curve(task, config, *, ceiling_steps, train_length=16, multipliers=(
         raise TypeError(f"ceiling_steps must be a non-empty list or tuple, got "
                         f"{ceiling_steps!r:.60}")
     ceiling_steps = tuple(val.positive_int(n, "ceiling_steps") for n in ceiling_steps)
-    multipliers, seeds = _unscaled_lab_arguments(task, config, multipliers, seeds)
-    settings = {"train_length": val.positive_int(train_length, "train_length"),
-                "multipliers": multipliers,
+    multipliers, seeds = _unscaled_lab_arguments(task, config, multipliers, seeds, scaled=True)
+    train_length, scaling = val.positive_int(train_length, "train_length"), config.rope_scaling
+    if scaling and (scaling.factor != max(multipliers)
+                    or scaling.original_max_position_embeddings != train_length):
+        raise ValueError(f"config.rope_scaling must stretch train_length ({train_length}) by "
+                         f"max(multipliers) ({max(multipliers)}), got factor {scaling.factor} "
+                         f"from {scaling.original_max_position_embeddings}")
+    settings = {"train_length": train_length, "multipliers": multipliers,
                 "scratch_batch": val.positive_int(batch, "batch"),
                 "scratch_lr": val.positive_float(lr, "lr"),
                 "n_test": val.positive_int(n_test, "n_test"),
@@ -764,7 +775,13 @@ def prefix_dynamic(task, config, *, seeds=(0, 1, 2), train_length=16, multiplier
     """
     if not isinstance(task, Task) or task.name != "recall_latest":
         raise TypeError("task must be make_task('recall_latest', ...)")
-    multipliers, seeds = _unscaled_lab_arguments(task, config, multipliers, seeds)
+    multipliers, seeds = _unscaled_lab_arguments(task, config, multipliers, seeds, scaled=True)
+    train_length, scaling = val.positive_int(train_length, "train_length"), config.rope_scaling
+    if scaling and (scaling.factor != max(multipliers)
+                    or scaling.original_max_position_embeddings != train_length):
+        raise ValueError(f"config.rope_scaling must stretch train_length ({train_length}) by "
+                         f"max(multipliers) ({max(multipliers)}), got factor {scaling.factor} "
+                         f"from {scaling.original_max_position_embeddings}")
     settings = {"train_length": val.positive_int(train_length, "train_length"),
                 "multipliers": multipliers,
                 "steps": val.positive_int(steps, "steps"), "batch": val.positive_int(batch, "batch"),
