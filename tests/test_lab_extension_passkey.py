@@ -278,3 +278,37 @@ def test_a_rerun_with_other_settings_is_refused_and_stale_reruns_are_dropped(tmp
     grid._drop_stale_reruns(record)
     assert set(record["reruns"]) == set(json.loads(reruns.read_text())) != set()
     assert not covering & set(record["reruns"])
+
+
+def test_own_ceiling_pairs_each_seed_with_its_own_frequencies_model():
+    # A long_methods part built from the stored grid: each seed's ceiling is that seed's PI
+    # after 200 steps at 4L plus a known shift, so the gap is minus the mean shift exactly; a
+    # wrong length, checkpoint or seed order would read other per-seed numbers.
+    from course_utils.lab.extension import cell_values, own_ceiling
+
+    grid = _grid_tool()
+    record = json.loads(grid.RECORD.read_text())
+    reruns = json.loads(grid.RERUNS.read_text())
+    label, main = next(iter(grid.runs_of(record).items()))
+    shift = np.linspace(0.01, 0.10, len(main["seeds"]))
+    far = cell_values(main, "pi", 4, 200) + shift
+    key = cell_values(main, "pi", 4, 200, "passkey") + 0.2
+    cpu = [w for w, r in reruns.items() if label in r][-1]
+    other = cell_values(reruns[cpu][label], "pi", 4, 200)
+    record["long_methods"] = {"seeds": main["seeds"], "curves": {"pi": {"2000": {
+        "far": far.tolist(), "passkey": key.tolist()}}}, "reruns": {
+        cpu.rsplit(", ", 1)[0] + ", long_methods": {"pi": {"2000": {
+            "far": (other - 0.3).tolist(), "passkey": key.tolist()}}}}}
+    paths = own_ceiling(record, reruns, "pi")
+    assert paths["here"][0] == pytest.approx(-shift.mean(), abs=1e-12)
+    assert paths["here"][3] == "disagrees"
+    assert list(paths.values())[1][:3] == pytest.approx((0.3, 0.3, 0.3), abs=1e-12)
+    assert own_ceiling(record, reruns, "pi", split="passkey")["here"][0] == \
+        pytest.approx(-0.2, abs=1e-12)
+    record["long_methods"]["reruns"] = {"another CPU, long_methods": {}}
+    with pytest.raises(ValueError, match="one main grid run from the CPU"):
+        own_ceiling(record, reruns, "pi")
+    with pytest.raises(ValueError, match="ceiling_steps"):
+        own_ceiling(record, reruns, "pi", ceiling_steps=500)
+    with pytest.raises(ValueError, match="method"):
+        own_ceiling(record, reruns, "ntk")

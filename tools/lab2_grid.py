@@ -84,6 +84,7 @@ from course_utils.lab.extension import (  # noqa: E402
     format_table,
     grid_runs,
     method_config,
+    own_ceiling,
     path_steps,
     plot_vs_steps,
     prefix_dynamic,
@@ -98,7 +99,7 @@ from course_utils.lab.extension import (  # noqa: E402
     table_rows,
     verdict_matrix,
 )
-from course_utils.lab.model import ModelConfig  # noqa: E402
+from course_utils.lab.model import ModelConfig, rope_frequencies  # noqa: E402
 from course_utils.lab.tasks import make_task  # noqa: E402
 
 TRAIN_LENGTH = 16
@@ -272,30 +273,70 @@ def _compare_long_base(record, other, where, part="long_base"):
     reruns[where] = theirs["curves"]
 
 
-def _long_base(record):
-    """The model trained from scratch at 4L at other bases (part ``long_base``), by steps."""
-    if "long_base" not in record:
+def _long_configs(record, part):
+    """``{row name: (label, config)}`` of a ``long_base`` or ``long_methods`` part: the model
+    each of its curves trained from scratch at 4L."""
+    ls, task = record[part]["settings"], record["task"]
+    vocab = make_task(task["name"], **task["settings"]).vocab_size
+    if part == "long_base":
+        return {b: (f"base {float(b):.2f}", ModelConfig(scheme="rope", vocab_size=vocab,
+                                                        rope_base=float(b)))
+                for b in record[part]["curves"]}
+    toy = ModelConfig(scheme="rope", vocab_size=vocab, rope_base=ls["rope_base"])
+    return {m: (METHOD_LABELS[m], method_config(toy, m, max(ls["multipliers"]), ls["train_length"]))
+            for m in record[part]["curves"]}
+
+
+def _long_curves(record, part):
+    """The model trained from scratch at 4L at other bases (part ``long_base``) or with each
+    method's frequencies (part ``long_methods``), by steps, on every path that trained it."""
+    if part not in record:
         return "Not run (`make lab2-ceiling`)."
     main = record["main"]
     k = main["multipliers"].index(max(main["multipliers"]))
     blind = main["baselines"]["blind"]["far"][k]
-    lines = ["| RoPE base | slowest pair's turns within 4L | training steps at 4L | far split "
-             "at 4L | seeds above position-blind | passkey at 4L |", "|---|---|---|---|---|---|"]
-    head_dim = 8
-    for base, curve in record["long_base"]["curves"].items():
-        turns = max(main["multipliers"]) * main["settings"]["train_length"] * float(base) ** (
-            -(head_dim - 2) / head_dim) / (2 * np.pi)
+    length = max(main["multipliers"]) * main["settings"]["train_length"]
+    lines = ["| RoPE | slowest pair's turns within 4L | training steps at 4L | far split at 4L "
+             "| seeds above position-blind | passkey at 4L |", "|---|---|---|---|---|---|"]
+    configs = _long_configs(record, part)
+    for name, curve in record[part]["curves"].items():
+        label, config = configs[name]
+        turns = length * rope_frequencies(config, length)[0].min() / (2 * np.pi)
         for steps, acc in sorted(curve.items(), key=lambda item: int(item[0])):
             above = int((np.array(acc["far"]) > blind).sum())
-            lines.append(f"| {float(base):.2f} | {turns:.2f} | {steps} | {_cell(acc['far'])} | "
+            lines.append(f"| {label} | {turns:.2f} | {steps} | {_cell(acc['far'])} | "
                          f"{above}/{len(acc['far'])} | {_cell(acc['passkey'])} |")
-    for where, curves in record["long_base"].get("reruns", {}).items():
+    for where, curves in record[part].get("reruns", {}).items():
         lines += ["", f"Rerun, {where}: far split at 4L (seeds above position-blind) by steps:"]
-        for base, curve in curves.items():
-            lines.append(f"- base {float(base):.2f}: " + "; ".join(
+        for name, curve in curves.items():
+            lines.append(f"- {configs[name][0]}: " + "; ".join(
                 f"{steps}: {_cell(acc['far'])} ({int((np.array(acc['far']) > blind).sum())}/"
                 f"{len(acc['far'])})" for steps, acc in sorted(curve.items(),
                                                              key=lambda item: int(item[0]))))
+    return "\n".join(lines)
+
+
+def _own_ceilings(record):
+    """Each method of part ``long_methods`` after the longest fine-tune minus its own ceiling
+    (:func:`~course_utils.lab.extension.own_ceiling`), on every path, and the verdict stated."""
+    if "long_methods" not in record:
+        return ""
+    reruns = json.loads(RERUNS.read_text()) if RERUNS.exists() else {}
+    steps = record["main"]["checkpoints"][-1]
+    top = max(int(n) for curve in record["long_methods"]["curves"].values() for n in curve)
+    lines = [f"The method after {steps} fine-tune steps at 4L minus the same seed's model "
+             f"trained from scratch with its frequencies for {top} steps (paired bootstrap over "
+             "seeds, 95 %); stated only where every path gives it:", "",
+             "| method | split | " + " | ".join(["here"] + list(record["long_methods"].get(
+                 "reruns", {}))) + " | stated |", "|---" * (4 + len(record["long_methods"].get(
+                     "reruns", {}))) + "|"]
+    for method in record["long_methods"]["curves"]:
+        for split in ("far", "passkey"):
+            paths = own_ceiling(record, reruns, method, steps=steps, ceiling_steps=top,
+                                split=split)
+            lines.append(f"| {METHOD_LABELS[method]} | {split} | " + " | ".join(
+                f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}] {v}" for m, lo, hi, v in paths.values())
+                + f" | {stated_on_paths(paths)} |")
     return "\n".join(lines)
 
 
@@ -429,7 +470,17 @@ def render(record, *, workers=None):
         "4L that Llama 2 has within 4096 tokens); base 1e4: Llama 2's own. Same recipe and",
         "seeds as above; the position-blind reader's far accuracy at 4L is the threshold.",
         "",
-        _long_base(record),
+        _long_curves(record, "long_base"),
+        "",
+        "## Trained at 4L from scratch with each method's frequencies, by training steps",
+        "",
+        "The toy's base, with PI's, NTK-aware's and YaRN's frequencies (YaRN with its temperature)",
+        "set for 4L from the first step: the ceiling of each method at its own base. Same recipe",
+        "and seeds as above.",
+        "",
+        _long_curves(record, "long_methods"),
+        "",
+        _own_ceilings(record),
         "",
         "## Attention on the passkey's answer",
         "",

@@ -45,7 +45,7 @@ __all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "Context
            "position_blind_expected", "evaluate_by_distance", "baselines_by_distance",
            "SPLITS", "paired_bootstrap", "verdict", "CLAIMS", "summarise", "cell_values",
            "claim_differences", "claim_table", "verdict_matrix", "grid_runs", "run_fingerprint",
-           "stated_verdicts", "rerun_test", "path_verdicts", "path_steps",
+           "stated_verdicts", "rerun_test", "path_verdicts", "path_steps", "own_ceiling",
            "stated_on_paths", "evaluate_passkey", "t_interval",
            "PASSKEY_SEED", "ceiling_curve", "prefix_forward", "prefix_dynamic"]
 
@@ -1518,6 +1518,45 @@ def path_steps(record, reruns, label, multiplier, faster="yarn", slower="pi"):
     as :func:`path_verdicts`: ``{"here": (mean, low, high, verdict, never), where: ...}``."""
     return _on_paths(record, reruns, label,
                      lambda run: steps_claim(run, faster, slower, multiplier))
+
+
+def own_ceiling(record, reruns, method, *, steps=200, ceiling_steps=2000, split="far"):
+    """``method`` after ``steps`` fine-tune steps at the longest length (the main grid) minus the
+    model trained from scratch there with ``method``'s own frequencies for ``ceiling_steps``
+    steps (part ``long_methods`` of ``tools/lab2_grid.py``), seed-matched (the same seed's
+    initialisation, other data), on every floating-point path that trained both: ``{"here":
+    (mean, low, high, verdict), where: ...}``. A rerun's from-scratch curves are paired with the
+    main grid that ``reruns`` (``lab2_reruns.json``) holds from the same CPU (the text of its
+    name before the last comma)."""
+    runs = grid_runs(record)
+    if not isinstance(record.get("long_methods"), dict):
+        raise ValueError("record has no part 'long_methods' (make lab2-ceiling)")
+    if not isinstance(reruns, dict) or not all(isinstance(r, dict) for r in reruns.values()):
+        raise TypeError(f"reruns must be a dict {{where: {{label: run}}}}, got {reruns!r:.60}")
+    part, (label, main) = record["long_methods"], next(iter(runs.items()))
+    method = val.choice(method, "method", tuple(part["curves"]))
+    split = val.choice(split, "split", ("far", "passkey"))
+    if str(ceiling_steps) not in part["curves"][method]:
+        raise ValueError(f"ceiling_steps must be one of {list(part['curves'][method])}, got "
+                         f"{ceiling_steps!r}")
+    if part["seeds"] != main["seeds"]:
+        raise ValueError("the long_methods models were trained on other seeds than the main grid")
+
+    def gap(run, curves):
+        diff = (cell_values(run, method, max(run["multipliers"]), steps, split)
+                - np.asarray(curves[method][str(ceiling_steps)][split], dtype=float))
+        mean, low, high = paired_bootstrap(diff)
+        return mean, low, high, verdict(low, high)
+
+    out = {"here": gap(main, part["curves"])}
+    for where, curves in part.get("reruns", {}).items():
+        cpu = where.rsplit(", ", 1)[0]
+        same = [w for w, r in reruns.items() if w.rsplit(", ", 1)[0] == cpu and label in r]
+        if len(same) != 1:
+            raise ValueError(f"reruns must hold one main grid run from the CPU of {where!r}, "
+                             f"found {len(same)}")
+        out[where] = gap(reruns[same[0]][label], curves)
+    return out
 
 
 def stated_on_paths(paths):
