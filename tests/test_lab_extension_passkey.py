@@ -312,3 +312,37 @@ def test_own_ceiling_pairs_each_seed_with_its_own_frequencies_model():
         own_ceiling(record, reruns, "pi", ceiling_steps=500)
     with pytest.raises(ValueError, match="method"):
         own_ceiling(record, reruns, "ntk")
+
+
+def test_a_fresh_test_set_is_counted_against_the_stated_verdicts():
+    # A stand-in for a --test-seed rerun: the record's own runs with a test seed. Every stated
+    # verdict is then kept; one flipped verdict is counted once, under its claim and run.
+    from course_utils.lab.extension import stated_verdicts, test_set_check
+
+    grid = _grid_tool()
+    record = json.loads(grid.RECORD.read_text())
+    other = copy.deepcopy(record)
+    other["parts_run"] = ["main", "lr", "base", "beta"]
+    for run in grid.runs_of(other).values():
+        run["settings"]["test_seed"] = 99
+    with pytest.raises(ValueError, match="settings differ.*test_seed"):
+        grid.compare(record, other)
+    record["test_set"] = grid.compare(record, other, allow=("test_seed",)) | {
+        "test_seed": 99, "command": "stand-in"}
+    held, stated, changed = test_set_check(record, "far")
+    assert held == stated > 30 and changed == []
+    claim, cells = next((c, cells) for c, cells in stated_verdicts(record, "far").items()
+                        if any(v["stated"] == "agrees" for v in cells.values()))
+    label = next(lab for lab, v in cells.items() if v["stated"] == "agrees" and not v["same_as"])
+    record["test_set"]["far"]["theirs"][claim][label] = "unclear"
+    assert test_set_check(record, "far") == (held - 1, stated,
+                                             [(claim, label, "agrees", "unclear")])
+    assert "Rerun on a fresh test set" in grid.render(record)
+    # a part rerun since: the comparison is stale, refused, and dropped by the tool
+    grid.runs_of(record)[label]["accuracy"]["far"]["per_seed"][0][0][0][0] += 0.01
+    with pytest.raises(ValueError, match="other runs"):
+        test_set_check(record, "far")
+    monkey = copy.deepcopy(record)
+    monkey.pop("reruns")
+    grid._drop_stale_reruns(monkey)
+    assert "test_set" not in monkey

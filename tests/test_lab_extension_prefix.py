@@ -233,3 +233,37 @@ def test_every_method_of_a_seed_fine_tunes_on_the_same_data(monkeypatch):
         by_length.setdefault(length, set()).add(seed)
     assert len(seen) == 8 and all(len(s) == 1 for s in by_length.values())
     assert by_length[32] != by_length[64]    # another length, other data
+
+
+def test_a_fresh_test_set_scores_the_same_models_on_other_sequences():
+    # test_seed changes the sequences, not the models: the fine-tune losses are the default
+    # run's, and the fresh scores are those of evaluate_by_distance, baselines_by_distance and
+    # evaluate_passkey called with seeds 7 and 8 on the run's own pre-trained model.
+    from course_utils.lab.extension import baselines_by_distance
+
+    kwargs = dict(train_length=16, multipliers=(2,), seeds=(0, 1), n_test=8, steps=3,
+                  checkpoints=(0, 2), methods=("rope", "pi"), passkey=True, scratch=False,
+                  progress=False, workers=1)
+    usual = run_context_extension(TASK, _config(), **kwargs)
+    fresh = run_context_extension(TASK, _config(), test_seed=7, **kwargs)
+    np.testing.assert_array_equal(fresh.tune_losses, usual.tune_losses)
+    assert fresh.settings["test_seed"] == 7 and "test_seed" not in usual.settings
+    config, params = fresh.base_models[1]
+    _, _, _, hits, counted = evaluate_by_distance(params, config, TASK, 32, from_position=16,
+                                                  n_sequences=8, seed=7)
+    np.testing.assert_array_equal(fresh.correct_dist[0, 0, 0, 1, :32], hits)
+    np.testing.assert_array_equal(fresh.total_dist[0, :32], counted)
+    assert not np.array_equal(fresh.total_dist, usual.total_dist)
+    blind = baselines_by_distance(TASK, 32, from_position=16, window=16, n_sequences=8,
+                                  seed=7)["blind"]
+    np.testing.assert_allclose(fresh.baseline_dist["blind"][0], blind, rtol=1e-12)
+    key = evaluate_passkey(params, config, TASK, 32, min_distance=16, n_sequences=8, seed=8)
+    assert fresh.passkey["correct"][0, 0, 0, 1] == key[0]
+    # prefix_dynamic's one-pass NTK-aware row reads the same fresh sequences
+    scores = prefix_dynamic(TASK, _config(), seeds=(0, 1), train_length=16, multipliers=(2,),
+                            steps=3, n_test=8, test_seed=7, workers=1)
+    ntk = run_context_extension(TASK, _config(), test_seed=7, **kwargs | {"methods": ("ntk",)})
+    np.testing.assert_allclose(scores["ntk"]["far"][0], ntk.split_accuracy("far")[0, 0, 0],
+                               rtol=1e-12)
+    with pytest.raises(TypeError, match="no rope_scaling"):
+        prefix_dynamic(TASK, method_config(_config(), "pi", 2, 16), multipliers=(2,))

@@ -97,6 +97,7 @@ from course_utils.lab.extension import (  # noqa: E402
     steps_to_threshold,
     summarise,
     table_rows,
+    test_set_check,
     verdict_matrix,
 )
 from course_utils.lab.model import ModelConfig, rope_frequencies  # noqa: E402
@@ -433,6 +434,10 @@ def render(record, *, workers=None):
         "",
         _reruns(record),
         "",
+        "## Rerun on a fresh test set",
+        "",
+        _test_set(record),
+        "",
         "## Every verdict, far split",
         "",
         "Mean difference in brackets; runs: " + ", ".join(runs_of(record)) + ".",
@@ -534,14 +539,15 @@ def _labels_of_parts(record, parts):
     return keep
 
 
-def compare(record, other):
+def compare(record, other, allow=()):
     """What a rerun (``other``, a record of this tool written elsewhere, e.g. on another
     floating-point path) changes, over the runs of the parts it ran (``other["parts_run"]``;
     the runs it copied from the stored record are left out): the per-seed values that differ
     (accuracies, the model trained long and its curve, the prefix-by-prefix rows), the
     largest difference, and per split the number of (claim, run) verdicts both hold, the
     rerun's verdict of each (``theirs``, read by :func:`stated_verdicts`) and those whose
-    verdict differs (percentile and t)."""
+    verdict differs (percentile and t). Settings named in ``allow`` may differ (a fresh test
+    set: ``test_seed``, and no longer ceiling)."""
     parts = other.get("parts_run", PARTS)
     mine = {k: v for k, v in runs_of(record).items() if k in _labels_of_parts(other, parts)}
     theirs = {k: v for k, v in runs_of(other).items() if k in mine}
@@ -554,7 +560,8 @@ def compare(record, other):
         if mine[label]["seeds"] != theirs[label]["seeds"]:
             raise ValueError(f"{label}: the rerun's seeds {theirs[label]['seeds']} are not the "
                              f"record's {mine[label]['seeds']}")
-        settings = [{k: v for k, v in run["settings"].items() if k != "versions"}
+        settings = [{k: v for k, v in run["settings"].items()
+                     if k != "versions" and k not in allow}
                     for run in (mine[label], theirs[label])]
         if settings[0] != settings[1]:
             raise ValueError(f"{label}: the rerun's settings differ from the record's: "
@@ -609,6 +616,28 @@ def _reruns(record):
             + "\n".join(lines))
 
 
+def _test_set(record):
+    """The verdicts stated from the floating-point paths, read again on a fresh test set."""
+    fresh = record.get("test_set")
+    if fresh is None:
+        return "Not run (`tools/lab2_grid.py --test-seed N --out DIR`, then `--compare-test-set`)."
+    lines = [f"Every seed's models trained again on this path (so the same weights) and scored on "
+             f"{record['main']['settings']['n_test']} other test sequences (test seed "
+             f"{fresh['test_seed']}, passkey {fresh['test_seed'] + 1}; `{fresh['command']}`; "
+             f"runs {', '.join(fresh['runs'])}): {fresh['cells_that_differ']} of "
+             f"{fresh['cells']} per-seed accuracies differ, by at most "
+             f"{fresh['largest_accuracy_difference']:.4f}. The intervals cover the seeds, not the "
+             "test sequences; this reads how much the sequences move the verdicts.", ""]
+    for split in ("far", "passkey"):
+        held, stated, changed = test_set_check(record, split)
+        lines.append(f"- {split}: of the {stated} measurements whose verdict the paths state "
+                     f"(agrees or disagrees), the fresh test set gives the same for {held}"
+                     + (": changed " + "; ".join(f"{c} / {lab}: {a} -> {b}"
+                                                 for c, lab, a, b in changed) if changed else "")
+                     + ".")
+    return "\n".join(lines)
+
+
 def _differs(main, run):
     keys = ("tune_lr", "rope_base", "yarn_params", "scratch")
     diff = {k: run["settings"].get(k) for k in keys
@@ -627,6 +656,10 @@ def _drop_stale_reruns(record):
     for where in stale:
         del record["reruns"][where]
         print(f"rerun {where!r} was compared with runs rerun since: dropped (compare again)")
+    fresh = record.get("test_set", {}).get("fingerprints", {})
+    if any(label in runs and run_fingerprint(runs[label]) != f for label, f in fresh.items()):
+        del record["test_set"]
+        print("the fresh test set was compared with runs rerun since: dropped (compare again)")
     if stale and RERUNS.exists():
         kept = {w: r for w, r in json.loads(RERUNS.read_text()).items() if w not in stale}
         RERUNS.write_text(json.dumps(kept) + "\n")
@@ -637,6 +670,7 @@ def _write(out_dir, record):
         _drop_stale_reruns(record)
     else:    # a rerun elsewhere: the record's comparisons are not its own
         record.pop("reruns", None)
+        record.pop("test_set", None)
     json_path = RECORD if out_dir == ROOT / "benchmarks" else out_dir / "lab2_grid.json"
     json_path.write_text(json.dumps(record, indent=1) + "\n")
     (out_dir / "LAB2_GRID.md").write_text(render(record))
@@ -701,9 +735,30 @@ def main(argv=None):
     parser.add_argument("--held-out", action="store_true",
                         help="with --compare: the rerun was compared after the rule of stated "
                              "verdicts was fixed, so its counts test the rule")
+    parser.add_argument("--test-seed", type=int, default=None,
+                        help="score every model on a fresh test set drawn from this seed "
+                             "(needs --out; no longer ceiling)")
+    parser.add_argument("--compare-test-set", type=pathlib.Path, default=None,
+                        help="a --test-seed rerun's lab2_grid.json: store its verdicts in the "
+                             "record (test_set) and rewrite LAB2_GRID.md")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite LAB2_GRID.md from the stored lab2_grid.json")
     args = parser.parse_args(argv)
+    if args.test_seed is not None and args.out is None:
+        parser.error("--test-seed needs --out: a fresh test set is compared, not stored")
+    if args.compare_test_set is not None:
+        record = json.loads(RECORD.read_text())
+        other = json.loads(args.compare_test_set.read_text())
+        seeds = {run["settings"].get("test_seed") for run in runs_of(other).values()}
+        if len(seeds) != 1 or None in seeds:
+            raise SystemExit("--compare-test-set needs a rerun made with --test-seed")
+        diff = compare(record, other, allow=("test_seed", "ceiling_steps"))
+        record["test_set"] = diff | {"test_seed": seeds.pop(), "command": other.get("command")}
+        RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
+        for split in ("far", "passkey"):
+            print(split, test_set_check(record, split))
+        return 0
     if args.compare is not None:
         if not args.where:
             parser.error("--compare needs --where (the rerun's floating-point path)")
@@ -760,11 +815,13 @@ def main(argv=None):
                "toy_base": TOY_BASE, "lr_variants": record.get("lr_variants", {}),
                "bases": record.get("bases", {})}
     ceiling = CEILING if not args.quick else {"scratch_steps": 200, "ceiling_steps": (100,)}
+    if args.test_seed is not None:    # the claims' models only: the curve is not a claim
+        ceiling = ceiling | {"ceiling_steps": ()}
 
     def run(**changes):
         return run_context_extension(task, changes.pop("config", config), seeds=seeds,
                                      checkpoints=checkpoints, workers=args.workers,
-                                     **(SETTINGS | changes))
+                                     test_seed=args.test_seed, **(SETTINGS | changes))
 
     if "seconds" in record and "part_seconds" not in record:   # a record of the whole grid
         record["part_seconds"] = {"main lr base beta": record["seconds"]}
@@ -799,7 +856,8 @@ def main(argv=None):
         _plot(out_dir, main_run, seeds)
         new = summarise(main_run)
         # the longer ceiling's models depend only on the seeds and the from-scratch settings
-        keys = ("seeds", "train_length", "multipliers", "scratch_batch", "lr", "n_test")
+        keys = ("seeds", "train_length", "multipliers", "scratch_batch", "lr", "n_test",
+                "test_seed")
         longer = {n: v for n, v in old.get("ceiling_curve", {}).items()
                   if n not in new.get("ceiling_curve", {})}
         if longer and all(old["settings"].get(k) == new["settings"].get(k) for k in keys):
@@ -875,7 +933,8 @@ def main(argv=None):
             scores = prefix_dynamic(task, cfg, seeds=tuple(run_["seeds"]),
                                     train_length=TRAIN_LENGTH, multipliers=s["multipliers"],
                                     steps=s["steps"], batch=s["batch"], lr=s["lr"],
-                                    n_test=s["n_test"], workers=args.workers)
+                                    n_test=s["n_test"], test_seed=args.test_seed,
+                                    workers=args.workers)
             ntk = run_["methods"].index("ntk")
             for split, one_pass in scores["ntk"].items():
                 stored = np.array(run_["accuracy"][split]["per_seed"])[ntk, :, 0]

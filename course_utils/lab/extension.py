@@ -45,7 +45,7 @@ __all__ = ["METHODS", "METHOD_LABELS", "SHORT_LABELS", "method_config", "Context
            "position_blind_expected", "evaluate_by_distance", "baselines_by_distance",
            "SPLITS", "paired_bootstrap", "verdict", "CLAIMS", "summarise", "cell_values",
            "claim_differences", "claim_table", "verdict_matrix", "grid_runs", "run_fingerprint",
-           "stated_verdicts", "rerun_test", "path_verdicts", "path_steps", "own_ceiling",
+           "stated_verdicts", "rerun_test", "test_set_check", "path_verdicts", "path_steps", "own_ceiling",
            "stated_on_paths", "evaluate_passkey", "t_interval",
            "PASSKEY_SEED", "ceiling_curve", "prefix_forward", "prefix_dynamic"]
 
@@ -584,17 +584,26 @@ def verdict(low, high):
     return "agrees" if low > 0 else "disagrees" if high < 0 else "unclear"
 
 
+def _test_seeds(settings):
+    """The seeds of a run's recall test and passkey sequences: the defaults of
+    :func:`evaluate_by_distance` and :func:`evaluate_passkey`, or, with a ``test_seed`` in
+    ``settings`` (a fresh test set), ``test_seed`` and ``test_seed + 1``."""
+    fresh = settings.get("test_seed")
+    return (1234, PASSKEY_SEED) if fresh is None else (fresh, fresh + 1)
+
+
 def _job(job):
     """One job of :func:`run_context_extension`; module-level so worker processes can run it."""
     kind = job["kind"]
     task, s = job["task"], job["settings"]
+    recall_seed, passkey_seed = _test_seeds(s)
 
     def scored(params, config, n):
         out = evaluate_by_distance(params, config, task, n, from_position=s["train_length"],
-                                   n_sequences=s["n_test"])
+                                   n_sequences=s["n_test"], seed=recall_seed)
         if s["passkey"]:
             out += evaluate_passkey(params, config, task, n, min_distance=s["train_length"],
-                                    n_sequences=s["n_test"])
+                                    n_sequences=s["n_test"], seed=passkey_seed)
         return out
 
     if kind in ("base", "scratch"):
@@ -607,7 +616,7 @@ def _job(job):
                           progress=False)
         if kind == "base":
             return params, [evaluate_by_position(params, job["config"], task, length,
-                                                 n_sequences=s["n_test"])], None
+                                                 n_sequences=s["n_test"], seed=recall_seed)], None
         return params, [scored(params, job["config"], s["train_length"] * m)
                         for m in s["multipliers"]], None
     config, params, length = job["config"], job["params"], job["length"]
@@ -740,6 +749,7 @@ def _prefix_job(job):
     """One seed of :func:`prefix_dynamic`: pre-train as :func:`run_context_extension` does, then
     score every length prefix by prefix and, for comparison, in one pass with NTK-aware."""
     task, config, s, L = job["task"], job["config"], job["settings"], job["settings"]["train_length"]
+    recall_seed, passkey_seed = _test_seeds(s)
     params, _ = train(task, config, steps=s["steps"], batch=s["batch"], length=L, lr=s["lr"],
                       seed=job["seed"], progress=False)
     out = {"prefix": [], "ntk": [], "ntk_short": []}
@@ -749,15 +759,17 @@ def _prefix_job(job):
                                    ("ntk", method_config(config, "ntk", m, L), None),
                                    ("ntk_short", method_config(config, "ntk", short, L), None)):
             *_, hits, counted = evaluate_by_distance(params, scaled, task, m * L, from_position=L,
-                                                     n_sequences=s["n_test"], dynamic_prefix=rule)
+                                                     n_sequences=s["n_test"], dynamic_prefix=rule,
+                                                     seed=recall_seed)
             key = evaluate_passkey(params, scaled, task, m * L, min_distance=L,
-                                   n_sequences=s["n_test"], dynamic_prefix=rule)
+                                   n_sequences=s["n_test"], dynamic_prefix=rule,
+                                   seed=passkey_seed)
             out[name].append((hits, counted, key[0] / key[1]))
     return out
 
 
 def prefix_dynamic(task, config, *, seeds=(0, 1, 2), train_length=16, multipliers=(2, 4),
-                   steps=1000, batch=16, lr=1e-2, n_test=128, workers=None):
+                   steps=1000, batch=16, lr=1e-2, n_test=128, test_seed=None, workers=None):
     """The dynamic-scaling row of YaRN's section 3.3, scored prefix by prefix, with no fine-tune.
 
     Pre-trains the unchanged RoPE model per seed exactly as :func:`run_context_extension` does
@@ -767,6 +779,7 @@ def prefix_dynamic(task, config, *, seeds=(0, 1, 2), train_length=16, multiplier
     grid's NTK-aware row at 0 steps, to check that the weights are the grid's); and in one pass
     with static NTK-aware set for the shortest multiplier (``"ntk_short"``: at longer lengths,
     a static factor read past the length it was set for, where section 3.3 expects it to break).
+    ``test_seed`` scores a fresh test set, as in :func:`run_context_extension`.
 
     Returns
     -------
@@ -775,17 +788,13 @@ def prefix_dynamic(task, config, *, seeds=(0, 1, 2), train_length=16, multiplier
     """
     if not isinstance(task, Task) or task.name != "recall_latest":
         raise TypeError("task must be make_task('recall_latest', ...)")
-    multipliers, seeds = _unscaled_lab_arguments(task, config, multipliers, seeds, scaled=True)
-    train_length, scaling = val.positive_int(train_length, "train_length"), config.rope_scaling
-    if scaling and (scaling.factor != max(multipliers)
-                    or scaling.original_max_position_embeddings != train_length):
-        raise ValueError(f"config.rope_scaling must stretch train_length ({train_length}) by "
-                         f"max(multipliers) ({max(multipliers)}), got factor {scaling.factor} "
-                         f"from {scaling.original_max_position_embeddings}")
+    multipliers, seeds = _unscaled_lab_arguments(task, config, multipliers, seeds)
     settings = {"train_length": val.positive_int(train_length, "train_length"),
                 "multipliers": multipliers,
                 "steps": val.positive_int(steps, "steps"), "batch": val.positive_int(batch, "batch"),
                 "lr": val.positive_float(lr, "lr"), "n_test": val.positive_int(n_test, "n_test")}
+    if test_seed is not None:
+        settings["test_seed"] = val.positive_int(test_seed, "test_seed", allow_zero=True)
     jobs = [{"task": task, "config": config, "seed": s, "settings": settings} for s in seeds]
     workers = val.positive_int(min(os.cpu_count() or 1, len(jobs)) if workers is None
                                else workers, "workers")
@@ -813,7 +822,8 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
                           steps=1000, batch=16, lr=1e-2, tune_batch=8, tune_lr=1e-3,
                           tune_warmup=10, n_test=128, yarn_params=(), scratch=True,
                           scratch_batch=None, scratch_steps=None, scratch_lr=None,
-                          ceiling_steps=(), passkey=False, workers=None, progress=None):
+                          ceiling_steps=(), passkey=False, test_seed=None, workers=None,
+                          progress=None):
     """Pre-train at ``train_length``, extend with every method, fine-tune, and train a ceiling.
 
     Parameters
@@ -848,6 +858,11 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
     passkey : bool
         Also evaluate every model on :func:`evaluate_passkey` (``min_distance`` = ``L``) at
         every length and checkpoint: accuracy and the attention the query pays to the answer.
+    test_seed : int or None
+        ``None`` scores every model on the default test sequences (those of
+        :func:`evaluate_by_distance` and :func:`evaluate_passkey`); an integer draws a fresh
+        test set from ``test_seed`` (recall) and ``test_seed + 1`` (passkey), baselines
+        included, and is stored in the settings: the same models, scored on other sequences.
     workers : int or None
         Worker processes (``None``: one per CPU core).
     progress : bool or None
@@ -899,6 +914,8 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
     if passkey and task.name != "recall_latest":
         raise ValueError(f"passkey needs the recall_latest task, got {task.name!r}")
     settings["ceiling_steps"] = ceiling_steps
+    if test_seed is not None:   # absent by default, so that stored runs keep their settings
+        settings["test_seed"] = val.positive_int(test_seed, "test_seed", allow_zero=True)
     scratch = val.boolean(scratch, "scratch")
     progress = _interactive_progress() if progress is None else val.boolean(progress, "progress")
     first = [{"id": ("base", s), "kind": "base", "task": task, "config": config, "seed": s,
@@ -972,7 +989,8 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
     if task.name != "copy_back":
         for k, m in enumerate(multipliers):
             base = baselines_by_distance(task, m * train_length, from_position=train_length,
-                                         window=train_length, n_sequences=settings["n_test"])
+                                         window=train_length, n_sequences=settings["n_test"],
+                                         seed=_test_seeds(settings)[0])
             for name in baseline_dist:
                 baseline_dist[name][k, :m * train_length] = base[name]
     ceiling = _ceiling_of(results, seeds, ceiling_steps, train_length)
@@ -1463,9 +1481,15 @@ def rerun_test(record, where, split="far"):
     split = val.choice(split, "split", _RERUN_SPLITS)
     order = list(reruns)
     before = {**record, "reruns": {w: reruns[w] for w in order[:order.index(where)]}}
-    theirs = reruns[where][split]["theirs"]
-    held, stated, changed = 0, 0, []
-    for claim, cells in stated_verdicts(before, split).items():
+    return _count_held(stated_verdicts(before, split), reruns[where][split]["theirs"])
+
+
+def _count_held(stated, theirs):
+    """``(held, stated, changed)`` of :func:`rerun_test`: the stated verdicts of ``stated``
+    (:func:`stated_verdicts`) that ``theirs`` (``{claim: {label: verdict}}``) measured, each
+    measurement counted once, and how many it gives too."""
+    held, n_stated, changed = 0, 0, []
+    for claim, cells in stated.items():
         groups = {}     # one measurement: the first run that measured it and every run sharing it
         for label, cell in cells.items():
             groups.setdefault(cell["same_as"] or label, []).append(label)
@@ -1474,12 +1498,34 @@ def rerun_test(record, where, split="far"):
             if cells[first]["stated"] == "unclear" or not words:    # not stated, or not rerun
                 continue
             word = words.pop() if len(words) == 1 else "unclear"
-            stated += 1
+            n_stated += 1
             if word == cells[first]["stated"]:
                 held += 1
             else:
                 changed.append((claim, first, cells[first]["stated"], word))
-    return held, stated, changed
+    return held, n_stated, changed
+
+
+def test_set_check(record, split="far"):
+    """How the verdicts stated from the record and its floating-point reruns
+    (:func:`stated_verdicts`) fare on a fresh test set: the same models (the same seeds, so
+    the same weights on this path) scored on other sequences, stored in
+    ``record["test_set"]`` by ``tools/lab2_grid.py --compare-test-set``. ``(held, stated,
+    changed)`` as :func:`rerun_test`. Raises when the comparison was made against runs the
+    record no longer holds."""
+    fresh = record.get("test_set") if isinstance(record, dict) else None
+    split = val.choice(split, "split", _RERUN_SPLITS)
+    if not isinstance(fresh, dict) or not isinstance(fresh.get(split), dict) \
+            or "theirs" not in fresh[split] or not fresh.get("fingerprints"):
+        raise ValueError("record has no test-set comparison (tools/lab2_grid.py "
+                         "--compare-test-set)")
+    runs = grid_runs(record)
+    stale = [label for label, print_ in fresh["fingerprints"].items()
+             if label not in runs or run_fingerprint(runs[label]) != print_]
+    if stale:
+        raise ValueError(f"the test-set comparison was made against other runs than the "
+                         f"record's: {stale}")
+    return _count_held(stated_verdicts(record, split), fresh[split]["theirs"])
 
 
 def _on_paths(record, reruns, label, measure):
