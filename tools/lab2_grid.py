@@ -11,11 +11,12 @@ to 2L and 4L with every method (unchanged RoPE, PI, NTK-aware, dynamic NTK, YaRN
 without its temperature), fine-tunes each once for 200 steps (evaluated after 0, 25, 50, 100 and
 200 steps) on the same fine-tune data for every method, and trains the ceiling: the model with
 the unchanged RoPE trained from scratch at 4L, and the same at other step counts to show that its
-accuracy has flattened. Every accuracy is split by how far back the answer lies (``near``: < L,
-``far``: >= L), beside two baselines computed exactly on the test sequences (position-blind, and
-an ideal reader of the last L tokens); every model is also scored on a passkey test whose one
-query per sequence has its answer L or more tokens back, with the attention the query pays to
-that answer. Every claim of notebook 12 gets a paired percentile bootstrap interval over the
+accuracy has flattened. Every accuracy is split by how far back the key's latest earlier copy
+lies (``near``: < L, ``far``: >= L; the answer is the token after it), beside two baselines
+computed exactly on the test sequences (position-blind, and an ideal reader of the last L
+tokens); every model is also scored on a passkey test whose one query per sequence has its
+key's only earlier copy L or more tokens back, with the attention the query pays to the answer
+after it. Every claim of notebook 12 gets a paired percentile bootstrap interval over the
 seeds (10 000 resamples, 95 %) and a verdict. The parts, all on the same ten seeds:
 
 * ``main``: the grid above (fine-tune learning rate 1e-3);
@@ -709,7 +710,7 @@ def _plot_steps(out_dir, record):
 def _plot(out_dir, main_run, seeds):
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     plot_vs_steps(main_run, axes=axes, split="far")
-    fig.suptitle(f"recall_latest, far split (answer >= L back), RoPE base {TOY_BASE:.2f}, "
+    fig.suptitle(f"recall_latest, far split (key's latest copy >= L back), RoPE base {TOY_BASE:.2f}, "
                  f"L = {TRAIN_LENGTH}: mean of seeds {list(seeds)}", fontsize=10)
     fig.tight_layout()
     fig.savefig(out_dir / "lab2_grid.png", dpi=110)

@@ -224,9 +224,10 @@ class ContextExtension:
                 "far": distance >= self.train_length}[split]
 
     def split_accuracy(self, split):
-        """Accuracy over the labelled positions ``>= train_length`` whose answer lies at a
-        distance ``< train_length`` (``"near"``), ``>= train_length`` (``"far"``) or any
-        (``"all"``, equal to :meth:`accuracy`): ``(methods, multipliers, checkpoints, seeds)``."""
+        """Accuracy over the labelled positions ``>= train_length`` whose key's latest earlier
+        copy lies at a distance (:func:`answer_distance`) ``< train_length`` (``"near"``),
+        ``>= train_length`` (``"far"``) or any (``"all"``, equal to :meth:`accuracy`):
+        ``(methods, multipliers, checkpoints, seeds)``."""
         keep = self._split_mask(split)
         return (self.correct_dist[..., keep].sum(axis=-1)
                 / self.total_dist[:, keep].sum(axis=-1)[None, :, None, None])
@@ -277,8 +278,9 @@ class ContextExtension:
 
 
 SPLITS = ("all", "near", "far")
-"""Scored queries (positions ``>= L``): all of them, those whose answer lies at a distance
-``< L`` (distances seen in training) and those at ``>= L``."""
+"""Scored queries (positions ``>= L``): all of them, those whose key's latest earlier copy lies
+at a distance ``< L`` (distances seen in training) and those at ``>= L`` (the answer is the token
+after that copy, one closer)."""
 
 
 def answer_distance(task, tokens, mask):
@@ -475,7 +477,7 @@ PASSKEY_SEED = 4321
 def evaluate_passkey(params, config, task, length, *, min_distance, n_sequences=128,
                      seed=PASSKEY_SEED, batch=32, dynamic_prefix=None):
     """Accuracy on :func:`~course_utils.lab.tasks.far_recall_batch` (one query per sequence,
-    its answer ``min_distance`` or more tokens back) and the attention the query pays to the
+    its key's only earlier copy ``min_distance`` or more tokens back) and the attention the query pays to the
     answer.
 
     The answer is the value token after the needle, the only earlier copy of the query's key,

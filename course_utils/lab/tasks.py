@@ -218,16 +218,17 @@ def make_task(name, **settings):
 
 
 def far_recall_batch(rng, batch, length, *, min_distance, n_keys=4, n_values=8):
-    """One query whose answer lies at least ``min_distance`` tokens back (a passkey-style probe).
+    """One query whose key's only earlier copy lies at least ``min_distance`` tokens back (a
+    passkey-style probe; the answer is the value after it, one token closer).
 
     The vocabulary and layout of :func:`recall_latest_batch` (``BOS k_1 v_1 k_2 v_2 ...``), so a
     model trained on that task reads it unchanged. Each sequence picks a needle key and a pair
     ``j`` uniform among those at least ``min_distance`` tokens before the last key position; the
     needle key occurs at pair ``j`` and at the last key position only, every other pair draws
     its key among the other ``n_keys - 1`` keys, and every value is fresh (uniform). Only the
-    last key position is scored: its label is the value after the needle, ``min_distance`` or
-    more tokens back, so with ``min_distance >= L`` every scored answer lies beyond a training
-    length ``L``. Chance accuracy is ``1 / n_values``.
+    last key position is scored: its label is the value after the needle, which lies
+    ``min_distance`` or more tokens back, so with ``min_distance >= L`` every scored query must
+    find a key beyond a training length ``L``. Chance accuracy is ``1 / n_values``.
 
     Returns
     -------
