@@ -26,7 +26,7 @@ OLDEST_TESTS ?= tests notebooks
 UV := $(or $(shell command -v uv 2>/dev/null),$(VENV)/bin/uv)
 export PYTHONHASHSEED := 0
 
-.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid lab2-ceiling lab2-core lab1-results long-context mutants pages clean
+.PHONY: help setup model reference test unit nbval lint check-normalized determinism execute normalize lab serve repository book lock bench doctor test-oldest portability lab-seeds witnesses library-records explain lab2-grid lab2-ceiling lab2-test-set lab2-core lab1-results long-context mutants pages clean
 
 help: ## Show this list of targets
 	@echo "Positional encodings in transformers: make targets"
@@ -152,8 +152,12 @@ lab2-core: setup ## Context-extension lab (notebook 12): its core run (3 seeds, 
 lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-tunes to 200 steps, far/near split, baselines, bootstrap intervals (about 45 min on 2 cores): benchmarks/LAB2_GRID.md
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2
 
-lab2-ceiling: setup ## Context-extension lab (notebook 12): the model trained at 4L from scratch for 8000 and 16000 steps, at a base for 4L and at 1e4, and with PI's, NTK-aware's and YaRN's frequencies for 4L, for 250-2000 steps, 10 seeds (about 75 min on 2 free cores; 130 min on shared ones), added to the grid's record
+lab2-ceiling: setup ## Context-extension lab (notebook 12): the model trained at 4L from scratch for 8000 and 16000 steps, at a base for 4L and at 1e4, and with PI's, NTK-aware's and YaRN's frequencies for 4L, for 250-2000 steps, 10 seeds (about 115 min on 2 cores, measured part by part on shared ones), added to the grid's record
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2 --parts ceiling long_base long_methods
+
+lab2-test-set: setup ## Context-extension lab (notebook 12): the grid's models scored on a fresh test set (test seed 5678; about 20 min on 2 cores), compared with the stated verdicts in the grid's record
+	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2 --parts main lr base beta prefix --test-seed 5678 --out _build/lab2_test_set
+	$(PYTHON) tools/lab2_grid.py --compare-test-set _build/lab2_test_set/lab2_grid.json
 
 long-context: setup ## Chapter 13's long measurements on SmolLM2-135M-Instruct (needs the model file; about 25 min on 2 cores): benchmarks/LONG_CONTEXT.md and course_utils/data/records/long_context.json
 	$(PYTHON) tools/long_context.py

@@ -314,10 +314,10 @@ def test_own_ceiling_pairs_each_seed_with_its_own_frequencies_model():
         own_ceiling(record, reruns, "ntk")
 
 
-def test_a_fresh_test_set_is_counted_against_the_stated_verdicts():
+def test_a_fresh_test_set_is_counted_against_the_stated_verdicts(tmp_path, monkeypatch):
     # A stand-in for a --test-seed rerun: the record's own runs with a test seed. Every stated
     # verdict is then kept; one flipped verdict is counted once, under its claim and run.
-    from course_utils.lab.extension import stated_verdicts, test_set_check
+    from course_utils.lab.extension import rerun_test, stated_verdicts, test_set_check
 
     grid = _grid_tool()
     record = json.loads(grid.RECORD.read_text())
@@ -327,10 +327,16 @@ def test_a_fresh_test_set_is_counted_against_the_stated_verdicts():
         run["settings"]["test_seed"] = 99
     with pytest.raises(ValueError, match="settings differ.*test_seed"):
         grid.compare(record, other)
+    other_warmup = copy.deepcopy(other)          # a setting outside allow is still refused
+    next(iter(grid.runs_of(other_warmup).values()))["settings"]["tune_warmup"] = 20
+    with pytest.raises(ValueError, match="settings differ.*tune_warmup"):
+        grid.compare(record, other_warmup, allow=("test_seed",))
     record["test_set"] = grid.compare(record, other, allow=("test_seed",)) | {
         "test_seed": 99, "command": "stand-in"}
     held, stated, changed = test_set_check(record, "far")
-    assert held == stated > 30 and changed == []
+    # the held-out rerun ran every run too: the same measurements are stated before it
+    assert (held, stated, changed) == (rerun_test(record, list(record["reruns"])[-1])[1],) * 2 \
+        + ([],)
     claim, cells = next((c, cells) for c, cells in stated_verdicts(record, "far").items()
                         if any(v["stated"] == "agrees" for v in cells.values()))
     label = next(lab for lab, v in cells.items() if v["stated"] == "agrees" and not v["same_as"])
@@ -342,7 +348,16 @@ def test_a_fresh_test_set_is_counted_against_the_stated_verdicts():
     grid.runs_of(record)[label]["accuracy"]["far"]["per_seed"][0][0][0][0] += 0.01
     with pytest.raises(ValueError, match="other runs"):
         test_set_check(record, "far")
-    monkey = copy.deepcopy(record)
-    monkey.pop("reruns")
-    grid._drop_stale_reruns(monkey)
-    assert "test_set" not in monkey
+    stored = tmp_path / "lab2_test_set.json"
+    monkeypatch.setattr(grid, "TEST_SET", stored)
+    for lost in (False, True):     # a run changed, or a run no longer held (other variants)
+        stored.write_text("{}")
+        monkey = copy.deepcopy(record)
+        monkey.pop("reruns")
+        if lost:
+            grid.runs_of(record)[label]["accuracy"]["far"]["per_seed"][0][0][0][0] -= 0.01
+            monkey = copy.deepcopy(record)
+            monkey.pop("reruns")
+            monkey["test_set"]["fingerprints"]["lr 0.01"] = "0" * 12
+        grid._drop_stale_reruns(monkey)
+        assert "test_set" not in monkey and not stored.exists()

@@ -190,17 +190,27 @@ def test_ceiling_curve_trains_with_a_methods_frequencies(monkeypatch):
     from course_utils.lab.train import train
 
     pi = method_config(_config(), "pi", 4, 16)
-    trained = []
-    real = ext.train
+    trained, scored = [], []
+    real, real_score, real_key = ext.train, ext.evaluate_by_distance, ext.evaluate_passkey
 
     def spy(task, config, **kwargs):
         trained.append(config)
         return real(task, config, **kwargs)
 
+    def spy_score(params, config, *args, **kwargs):
+        scored.append(config)
+        return real_score(params, config, *args, **kwargs)
+
+    def spy_key(params, config, *args, **kwargs):
+        scored.append(config)
+        return real_key(params, config, *args, **kwargs)
+
     monkeypatch.setattr(ext, "train", spy)
+    monkeypatch.setattr(ext, "evaluate_by_distance", spy_score)
+    monkeypatch.setattr(ext, "evaluate_passkey", spy_key)
     curve = ceiling_curve(TASK, pi, ceiling_steps=(3,), train_length=16, multipliers=(2, 4),
                           seeds=(1,), batch=4, lr=3e-3, n_test=8, workers=1, progress=False)
-    assert trained == [pi]
+    assert trained == [pi] and scored and all(config == pi for config in scored)
     params, _ = train(TASK, pi, steps=3, batch=4, length=64, lr=3e-3, seed=1, progress=False)
     *_, hits, counted = evaluate_by_distance(params, pi, TASK, 64, from_position=16,
                                              n_sequences=8)
@@ -265,5 +275,11 @@ def test_a_fresh_test_set_scores_the_same_models_on_other_sequences():
     ntk = run_context_extension(TASK, _config(), test_seed=7, **kwargs | {"methods": ("ntk",)})
     np.testing.assert_allclose(scores["ntk"]["far"][0], ntk.split_accuracy("far")[0, 0, 0],
                                rtol=1e-12)
+    np.testing.assert_allclose(scores["ntk"]["passkey"][0],
+                               ntk.passkey["correct"][0, 0, 0] / ntk.passkey["total"][0],
+                               rtol=1e-12)
+    for default in (1234, 4320):       # the default recall or passkey sequences: not fresh
+        with pytest.raises(ValueError, match="test_seed must draw a fresh test set"):
+            run_context_extension(TASK, _config(), test_seed=default, **kwargs)
     with pytest.raises(TypeError, match="no rope_scaling"):
         prefix_dynamic(TASK, method_config(_config(), "pi", 2, 16), multipliers=(2,))

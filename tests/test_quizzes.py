@@ -253,7 +253,8 @@ ANSWERS = {
         "move far accuracy at $4L$", "as-designed"),
     "12-fine-tune": lambda: _in_text(
         12, "NTK-aware and YaRN dip on the mean in the first 25 steps before climbing (−0.05 each; "
-        "each dip is unclear on one of the three floating-point paths), and the unchanged RoPE "
+        "each dip is unclear on one of the three floating-point paths and on a fresh test set), "
+        "and the unchanged RoPE "
         "gains least on the mean",
         "unchanged"),
     "13-window-sinks": _stored_window,

@@ -70,6 +70,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RECORD = ROOT / "course_utils" / "data" / "records" / "lab2_grid.json"  # read by notebook 12
 RERUNS = RECORD.with_name("lab2_reruns.json")   # the reruns' own runs, also read by it
+TEST_SET = RECORD.with_name("lab2_test_set.json")   # the runs scored on a fresh test set
 sys.path.insert(0, str(ROOT))
 
 import matplotlib  # noqa: E402
@@ -622,7 +623,8 @@ def _test_set(record):
     fresh = record.get("test_set")
     if fresh is None:
         return "Not run (`tools/lab2_grid.py --test-seed N --out DIR`, then `--compare-test-set`)."
-    lines = [f"Every seed's models trained again on this path (so the same weights) and scored on "
+    lines = [f"Every seed's models trained again from the same seeds on this machine, where a "
+             f"seeded run repeats, and scored on "
              f"{record['main']['settings']['n_test']} other test sequences (test seed "
              f"{fresh['test_seed']}, passkey {fresh['test_seed'] + 1}; `{fresh['command']}`; "
              f"runs {', '.join(fresh['runs'])}): {fresh['cells_that_differ']} of "
@@ -658,9 +660,19 @@ def _drop_stale_reruns(record):
         del record["reruns"][where]
         print(f"rerun {where!r} was compared with runs rerun since: dropped (compare again)")
     fresh = record.get("test_set", {}).get("fingerprints", {})
-    if any(label in runs and run_fingerprint(runs[label]) != f for label, f in fresh.items()):
+    if any(label not in runs or run_fingerprint(runs[label]) != f for label, f in fresh.items()):
         del record["test_set"]
+        TEST_SET.unlink(missing_ok=True)
         print("the fresh test set was compared with runs rerun since: dropped (compare again)")
+    # a long part's rerun is paired with the main grid its CPU ran (own_ceiling): without it,
+    # the pairing is gone
+    main = next(iter(runs))
+    kept = [w.rsplit(", ", 1)[0] for w, d in record.get("reruns", {}).items() if main in d["runs"]]
+    for part in LONG_PARTS:
+        for where in list(record.get(part, {}).get("reruns", {})):
+            if part == "long_methods" and where.rsplit(", ", 1)[0] not in kept:
+                del record[part]["reruns"][where]
+                print(f"{part} rerun {where!r} has no main grid rerun from its CPU: dropped")
     if stale and RERUNS.exists():
         kept = {w: r for w, r in json.loads(RERUNS.read_text()).items() if w not in stale}
         RERUNS.write_text(json.dumps(kept) + "\n")
@@ -747,6 +759,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.test_seed is not None and args.out is None:
         parser.error("--test-seed needs --out: a fresh test set is compared, not stored")
+    if args.test_seed is not None and {"ceiling", *LONG_PARTS} & set(args.parts):
+        parser.error("--test-seed scores the claims' runs (main lr base beta prefix), not the "
+                     "from-scratch curves")
     if args.compare_test_set is not None:
         record = json.loads(RECORD.read_text())
         other = json.loads(args.compare_test_set.read_text())
@@ -756,6 +771,9 @@ def main(argv=None):
         diff = compare(record, other, allow=("test_seed", "ceiling_steps"))
         record["test_set"] = diff | {"test_seed": seeds.pop(), "command": other.get("command")}
         RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        # its runs, for differences that are not claims (notebook 12 reads them)
+        TEST_SET.write_text(json.dumps({label: runs_of(other)[label]
+                                        for label in diff["runs"]}) + "\n")
         (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
         for split in ("far", "passkey"):
             print(split, test_set_check(record, split))
@@ -768,7 +786,7 @@ def main(argv=None):
         for part in LONG_PARTS:
             if part in other.get("parts_run", ()) and part in other:
                 _compare_long_base(record, other, args.where, part)
-        if set(other.get("parts_run", ())) <= set(LONG_PARTS):   # no run of the grid
+        if set(other.get("parts_run", PARTS)) <= set(LONG_PARTS):   # no run of the grid
             RECORD.write_text(json.dumps(record, indent=1) + "\n")
             (ROOT / "benchmarks" / "LAB2_GRID.md").write_text(render(record))
             return 0
@@ -816,8 +834,10 @@ def main(argv=None):
                "toy_base": TOY_BASE, "lr_variants": record.get("lr_variants", {}),
                "bases": record.get("bases", {})}
     ceiling = CEILING if not args.quick else {"scratch_steps": 200, "ceiling_steps": (100,)}
-    if args.test_seed is not None:    # the claims' models only: the curve is not a claim
+    if args.test_seed is not None:    # the claims' models only: the curves are not claims
         ceiling = ceiling | {"ceiling_steps": ()}
+        for part in LONG_PARTS:       # scored on the default test set: not this record's
+            record.pop(part, None)
 
     def run(**changes):
         return run_context_extension(task, changes.pop("config", config), seeds=seeds,

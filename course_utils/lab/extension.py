@@ -591,7 +591,24 @@ def _test_seeds(settings):
     :func:`evaluate_by_distance` and :func:`evaluate_passkey`, or, with a ``test_seed`` in
     ``settings`` (a fresh test set), ``test_seed`` and ``test_seed + 1``."""
     fresh = settings.get("test_seed")
-    return (1234, PASSKEY_SEED) if fresh is None else (fresh, fresh + 1)
+    return (_RECALL_TEST_SEED, PASSKEY_SEED) if fresh is None else (fresh, fresh + 1)
+
+
+_RECALL_TEST_SEED = 1234
+"""Seed of the recall test sequences (the default of :func:`evaluate_by_distance`)."""
+
+
+def _fresh_test_seed(test_seed):
+    """``test_seed`` checked: ``None``, or an integer >= 0 whose sequences are not the default
+    ones (neither ``test_seed`` the recall test's seed nor ``test_seed + 1`` the passkey's)."""
+    if test_seed is None:
+        return None
+    test_seed = val.positive_int(test_seed, "test_seed", allow_zero=True)
+    if test_seed in (_RECALL_TEST_SEED, PASSKEY_SEED - 1):
+        raise ValueError(f"test_seed must draw a fresh test set, not the default recall "
+                         f"({_RECALL_TEST_SEED}) or passkey ({PASSKEY_SEED}) sequences, got "
+                         f"{test_seed}")
+    return test_seed
 
 
 def _job(job):
@@ -690,7 +707,8 @@ def _unscaled_lab_arguments(task, config, multipliers, seeds, scaled=False):
     seeds >= 0."""
     if not isinstance(config, ModelConfig) or config.scheme != "rope" or (
             config.rope_scaling and not scaled):
-        raise TypeError("config must be a ModelConfig with scheme='rope' and no rope_scaling")
+        raise TypeError("config must be a ModelConfig with scheme='rope'"
+                        + ("" if scaled else " and no rope_scaling"))
     if config.vocab_size != task.vocab_size:
         raise ValueError(f"config.vocab_size must equal the task's vocabulary ({task.vocab_size})")
     for name, seq in (("multipliers", multipliers), ("seeds", seeds)):
@@ -796,7 +814,7 @@ def prefix_dynamic(task, config, *, seeds=(0, 1, 2), train_length=16, multiplier
                 "steps": val.positive_int(steps, "steps"), "batch": val.positive_int(batch, "batch"),
                 "lr": val.positive_float(lr, "lr"), "n_test": val.positive_int(n_test, "n_test")}
     if test_seed is not None:
-        settings["test_seed"] = val.positive_int(test_seed, "test_seed", allow_zero=True)
+        settings["test_seed"] = _fresh_test_seed(test_seed)
     jobs = [{"task": task, "config": config, "seed": s, "settings": settings} for s in seeds]
     workers = val.positive_int(min(os.cpu_count() or 1, len(jobs)) if workers is None
                                else workers, "workers")
@@ -917,7 +935,7 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
         raise ValueError(f"passkey needs the recall_latest task, got {task.name!r}")
     settings["ceiling_steps"] = ceiling_steps
     if test_seed is not None:   # absent by default, so that stored runs keep their settings
-        settings["test_seed"] = val.positive_int(test_seed, "test_seed", allow_zero=True)
+        settings["test_seed"] = _fresh_test_seed(test_seed)
     scratch = val.boolean(scratch, "scratch")
     progress = _interactive_progress() if progress is None else val.boolean(progress, "progress")
     first = [{"id": ("base", s), "kind": "base", "task": task, "config": config, "seed": s,

@@ -226,9 +226,9 @@ def far_recall_batch(rng, batch, length, *, min_distance, n_keys=4, n_values=8):
     ``j`` uniform among those at least ``min_distance`` tokens before the last key position; the
     needle key occurs at pair ``j`` and at the last key position only, every other pair draws
     its key among the other ``n_keys - 1`` keys, and every value is fresh (uniform). Only the
-    last key position is scored: its label is the value after the needle, which lies
-    ``min_distance`` or more tokens back, so with ``min_distance >= L`` every scored query must
-    find a key beyond a training length ``L``. Chance accuracy is ``1 / n_values``.
+    last key position is scored: its label is the value after the needle; the needle lies
+    ``min_distance`` or more tokens back (the value one closer), so with ``min_distance >= L``
+    every scored query must find a key beyond a training length ``L``. Chance accuracy is ``1 / n_values``.
 
     Returns
     -------
