@@ -272,6 +272,7 @@ def test_a_rerun_with_other_settings_is_refused_and_stale_reruns_are_dropped(tmp
     reruns = tmp_path / "lab2_reruns.json"
     reruns.write_text(grid.RERUNS.read_text())
     monkeypatch.setattr(grid, "RERUNS", reruns)
+    monkeypatch.setattr(grid, "TEST_SET", tmp_path / "lab2_test_set.json")
     covering = {w for w, d in record["reruns"].items() if "lr 0.003" in d["runs"]}
     assert covering and covering != set(record["reruns"])
     record["lr_variants"]["0.003"]["accuracy"]["far"]["per_seed"][0][0][0][0] += 0.01

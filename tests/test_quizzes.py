@@ -249,7 +249,7 @@ ANSWERS = {
     "12-llama2-turning": lambda: int((rotations_in_context(
         128, base=10000.0, original_max_position_embeddings=4096) >= 1).sum()),
     "12-temperature": lambda: _in_text(
-        12, "the temperature lowers the entropy, raises the loss here, and is not shown to "
+        12, "the temperature lowers the entropy, raises the loss, and is not shown to "
         "move far accuracy at $4L$", "as-designed"),
     "12-fine-tune": lambda: _in_text(
         12, "NTK-aware and YaRN dip on the mean in the first 25 steps before climbing (−0.05 each; "
