@@ -362,3 +362,15 @@ def test_a_fresh_test_set_is_counted_against_the_stated_verdicts(tmp_path, monke
             monkey["test_set"]["fingerprints"]["lr 0.01"] = "0" * 12
         grid._drop_stale_reruns(monkey)
         assert "test_set" not in monkey and not stored.exists()
+
+
+def test_a_long_methods_rerun_needs_a_main_grid_rerun_from_its_cpu():
+    grid = _grid_tool()
+    record = json.loads(grid.RECORD.read_text())
+    other = {"long_methods": copy.deepcopy(record["long_methods"])}
+    other["long_methods"].pop("reruns")
+    with pytest.raises(ValueError, match="where must name the CPU"):
+        grid._compare_long_base(record, other, "another CPU, long_methods", "long_methods")
+    where = next(iter(record["long_methods"]["reruns"]))
+    grid._compare_long_base(record, other, where, "long_methods")
+    assert record["long_methods"]["reruns"][where] == record["long_methods"]["curves"]

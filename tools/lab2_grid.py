@@ -271,6 +271,13 @@ def _compare_long_base(record, other, where, part="long_base"):
     if {b: list(c) for b, c in theirs["curves"].items()} != \
             {b: list(c) for b, c in mine["curves"].items()}:
         raise ValueError(f"the rerun's {part} holds other bases, methods or steps")
+    if part == "long_methods":     # own_ceiling pairs it with the main grid its CPU ran
+        main = next(iter(runs_of(record)))
+        cpu = where.rsplit(", ", 1)[0]
+        if not any(w.rsplit(", ", 1)[0] == cpu and main in d["runs"]
+                   for w, d in record.get("reruns", {}).items()):
+            raise ValueError(f"where must name the CPU of a compared main grid rerun (the text "
+                             f"before its last comma), got {where!r}")
     reruns = mine.setdefault("reruns", {})
     reruns.pop(where, None)
     reruns[where] = theirs["curves"]
