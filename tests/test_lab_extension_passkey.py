@@ -296,7 +296,9 @@ def test_own_ceiling_pairs_each_seed_with_its_own_frequencies_model():
     key = cell_values(main, "pi", 4, 200, "passkey") + 0.2
     cpu = [w for w, r in reruns.items() if label in r][-1]
     other = cell_values(reruns[cpu][label], "pi", 4, 200)
-    record["long_methods"] = {"seeds": main["seeds"], "curves": {"pi": {"2000": {
+    record["long_methods"] = {"seeds": main["seeds"], "settings": {
+        k: main["settings"][k] for k in ("train_length", "multipliers", "n_test")},
+        "curves": {"pi": {"2000": {
         "far": far.tolist(), "passkey": key.tolist()}}}, "reruns": {
         cpu.rsplit(", ", 1)[0] + ", long_methods": {"pi": {"2000": {
             "far": (other - 0.3).tolist(), "passkey": key.tolist()}}}}}
@@ -306,13 +308,32 @@ def test_own_ceiling_pairs_each_seed_with_its_own_frequencies_model():
     assert list(paths.values())[1][:3] == pytest.approx((0.3, 0.3, 0.3), abs=1e-12)
     assert own_ceiling(record, reruns, "pi", split="passkey")["here"][0] == \
         pytest.approx(-0.2, abs=1e-12)
+    # a second main grid rerun from that CPU, compared later: the pairing takes the latest
+    later = copy.deepcopy(reruns[cpu])
+    later[label]["accuracy"]["far"]["per_seed"] = (np.array(
+        later[label]["accuracy"]["far"]["per_seed"]) + 0.1).tolist()
+    both = reruns | {cpu.rsplit(", ", 1)[0] + ", again": later}
+    assert list(own_ceiling(record, both, "pi").values())[1][0] == pytest.approx(0.4, abs=1e-12)
     record["long_methods"]["reruns"] = {"another CPU, long_methods": {}}
-    with pytest.raises(ValueError, match="one main grid run from the CPU"):
+    with pytest.raises(ValueError, match="a main grid run from the CPU"):
         own_ceiling(record, reruns, "pi")
     with pytest.raises(ValueError, match="ceiling_steps"):
         own_ceiling(record, reruns, "pi", ceiling_steps=500)
     with pytest.raises(ValueError, match="method"):
         own_ceiling(record, reruns, "ntk")
+    record["long_methods"]["reruns"] = {}
+    record["long_methods"]["settings"] = {k: main["settings"][k]
+                                          for k in ("train_length", "multipliers", "n_test")}
+    own_ceiling(record, reruns, "pi")
+    for key, value in (("n_test", 64), ("test_seed", 5678)):
+        record["long_methods"]["settings"][key] = value
+        with pytest.raises(ValueError, match=f"other settings than the main grid.*{key}"):
+            own_ceiling(record, reruns, "pi")
+        record["long_methods"]["settings"].pop(key)
+        record["long_methods"]["settings"]["n_test"] = main["settings"]["n_test"]
+    record["long_methods"]["seeds"] = main["seeds"][::-1]
+    with pytest.raises(ValueError, match="other seeds"):
+        own_ceiling(record, reruns, "pi")
 
 
 def test_a_fresh_test_set_is_counted_against_the_stated_verdicts(tmp_path, monkeypatch):

@@ -218,6 +218,8 @@ def test_ceiling_curve_trains_with_a_methods_frequencies(monkeypatch):
     for wrong in (method_config(_config(), "pi", 2, 16), method_config(_config(), "pi", 4, 8)):
         with pytest.raises(ValueError, match="rope_scaling must stretch train_length"):
             ceiling_curve(TASK, wrong, ceiling_steps=(3,), train_length=16, multipliers=(2, 4))
+    with pytest.raises(ValueError, match="rope_scaling must be a static rule"):
+        ceiling_curve(TASK, method_config(_config(), "dynamic", 4, 16), ceiling_steps=(3,))
 
 
 def test_every_method_of_a_seed_fine_tunes_on_the_same_data(monkeypatch):
@@ -267,6 +269,9 @@ def test_a_fresh_test_set_scores_the_same_models_on_other_sequences():
     blind = baselines_by_distance(TASK, 32, from_position=16, window=16, n_sequences=8,
                                   seed=7)["blind"]
     np.testing.assert_allclose(fresh.baseline_dist["blind"][0], blind, rtol=1e-12)
+    from course_utils.lab.train import evaluate_by_position
+    at_l, counted_l, _ = evaluate_by_position(params, config, TASK, 16, n_sequences=8, seed=7)
+    assert fresh.base_accuracy[1] == at_l.sum() / counted_l.sum()
     key = evaluate_passkey(params, config, TASK, 32, min_distance=16, n_sequences=8, seed=8)
     assert fresh.passkey["correct"][0, 0, 0, 1] == key[0]
     # prefix_dynamic's one-pass NTK-aware row reads the same fresh sequences
@@ -281,5 +286,10 @@ def test_a_fresh_test_set_scores_the_same_models_on_other_sequences():
     for default in (1234, 4320):       # the default recall or passkey sequences: not fresh
         with pytest.raises(ValueError, match="test_seed must draw a fresh test set"):
             run_context_extension(TASK, _config(), test_seed=default, **kwargs)
+    for taken in (1, 2, 1000, 999):    # a seed's initialisation, data or fine-tune stream
+        with pytest.raises(ValueError, match="test_seed must not draw a stream training reads"):
+            run_context_extension(TASK, _config(), test_seed=taken, **kwargs)
+    with pytest.raises(ValueError, match="test_seed must not draw a stream pre-training reads"):
+        prefix_dynamic(TASK, _config(), seeds=(0, 1), multipliers=(2,), test_seed=2)
     with pytest.raises(TypeError, match="no rope_scaling"):
         prefix_dynamic(TASK, method_config(_config(), "pi", 2, 16), multipliers=(2,))

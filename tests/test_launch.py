@@ -110,6 +110,7 @@ def test_the_stored_experiments_are_package_data():
     used = {name for path in NOTEBOOKS for cell in _cells(path) if cell.cell_type == "code"
             for name in re.findall(r'experiment_record_path\("([^"]+)"\)', cell.source)}
     assert used == {"lab1_results.json", "lab2_core.json", "lab2_grid.json", "lab2_reruns.json",
+                    "lab2_test_set.json",
                     "long_context.json"}
     assert used <= set(_record_names())
 

@@ -336,7 +336,7 @@ def _own_ceilings(record):
     top = max(int(n) for curve in record["long_methods"]["curves"].values() for n in curve)
     lines = [f"The method after {steps} fine-tune steps at 4L minus the same seed's model "
              f"trained from scratch with its frequencies for {top} steps (paired bootstrap over "
-             "seeds, 95 %); stated only where every path gives it:", "",
+             "seeds, 95 %); stated only where every path that trained both gives it:", "",
              "| method | split | " + " | ".join(["here"] + list(record["long_methods"].get(
                  "reruns", {}))) + " | stated |", "|---" * (4 + len(record["long_methods"].get(
                      "reruns", {}))) + "|"]
@@ -770,12 +770,20 @@ def main(argv=None):
     if args.test_seed is not None and {"ceiling", *LONG_PARTS} & set(args.parts):
         parser.error("--test-seed scores the claims' runs (main lr base beta prefix), not the "
                      "from-scratch curves")
+    if args.test_seed is not None and "prefix" in args.parts and \
+            not {"main", "base"} <= set(args.parts):
+        parser.error("--test-seed with --parts prefix needs main and base in --parts too: "
+                     "prefix checks its models against theirs, on the same test set")
     if args.compare_test_set is not None:
         record = json.loads(RECORD.read_text())
         other = json.loads(args.compare_test_set.read_text())
-        seeds = {run["settings"].get("test_seed") for run in runs_of(other).values()}
+        ran = _labels_of_parts(other, other.get("parts_run", PARTS))
+        seeds = {runs_of(other)[label]["settings"].get("test_seed") for label in ran}
         if len(seeds) != 1 or None in seeds:
             raise SystemExit("--compare-test-set needs a rerun made with --test-seed")
+        if other.get("versions") != record.get("versions"):
+            raise SystemExit("--compare-test-set needs a rerun made with the record's versions "
+                             f"{record.get('versions')}, got {other.get('versions')}")
         diff = compare(record, other, allow=("test_seed", "ceiling_steps"))
         record["test_set"] = diff | {"test_seed": seeds.pop(), "command": other.get("command")}
         RECORD.write_text(json.dumps(record, indent=1) + "\n")
@@ -846,6 +854,9 @@ def main(argv=None):
         ceiling = ceiling | {"ceiling_steps": ()}
         for part in LONG_PARTS:       # scored on the default test set: not this record's
             record.pop(part, None)
+        for key in ("part_seconds", "part_commands"):
+            for part in ("ceiling", *LONG_PARTS):
+                record.get(key, {}).pop(part, None)
 
     def run(**changes):
         return run_context_extension(task, changes.pop("config", config), seeds=seeds,
@@ -939,6 +950,9 @@ def main(argv=None):
         save("long_base", {"seeds": ls["seeds"], "settings": ls, "curves": curves}, "long_base")
     if "long_methods" in args.parts and begin("long_methods"):
         curves, ls = {}, _long_methods_settings(record["main"])   # the main grid's recipe
+        if record["main"]["settings"].get("yarn_params"):
+            raise SystemExit("long_methods trains YaRN with its default betas; the main grid "
+                             f"has yarn_params {record['main']['settings']['yarn_params']}")
         for method in ls["methods"]:
             cfg = method_config(ModelConfig(scheme="rope", vocab_size=task.vocab_size,
                                             rope_base=ls["rope_base"]),

@@ -647,7 +647,7 @@ CATALOGUE: tuple[Mutant, ...] = (
        "if cells[first][\"stated\"] == \"unclear\":",
        "mask", "a measurement the rerun did not run counts as one it changed"),
     _m("own_ceiling_local_main", "lab.extension",
-       "out[where] = gap(reruns[same[0]][label], curves)",
+       "out[where] = gap(reruns[same[-1]][label], curves)",
        "out[where] = gap(main, curves)",
        "layout", "a rerun's own-frequency ceilings are paired with this path's fine-tunes"),
     _m("fresh_passkey_seed_ignored", "lab.extension",

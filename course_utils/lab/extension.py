@@ -742,6 +742,9 @@ def ceiling_curve(task, config, *, ceiling_steps, train_length=16, multipliers=(
     ceiling_steps = tuple(val.positive_int(n, "ceiling_steps") for n in ceiling_steps)
     multipliers, seeds = _unscaled_lab_arguments(task, config, multipliers, seeds, scaled=True)
     train_length, scaling = val.positive_int(train_length, "train_length"), config.rope_scaling
+    if scaling and scaling.method == "dynamic":
+        raise ValueError("config.rope_scaling must be a static rule (linear, ntk or yarn): "
+                         "dynamic NTK trained at the long length is not its own frequencies")
     if scaling and (scaling.factor != max(multipliers)
                     or scaling.original_max_position_embeddings != train_length):
         raise ValueError(f"config.rope_scaling must stretch train_length ({train_length}) by "
@@ -815,6 +818,9 @@ def prefix_dynamic(task, config, *, seeds=(0, 1, 2), train_length=16, multiplier
                 "lr": val.positive_float(lr, "lr"), "n_test": val.positive_int(n_test, "n_test")}
     if test_seed is not None:
         settings["test_seed"] = _fresh_test_seed(test_seed)
+        if {test_seed, test_seed + 1} & {t for s in seeds for t in (s, s + 1)}:
+            raise ValueError(f"test_seed must not draw a stream pre-training reads (the seeds "
+                             f"and each seed + 1), got {test_seed}")
     jobs = [{"task": task, "config": config, "seed": s, "settings": settings} for s in seeds]
     workers = val.positive_int(min(os.cpu_count() or 1, len(jobs)) if workers is None
                                else workers, "workers")
@@ -936,6 +942,12 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
     settings["ceiling_steps"] = ceiling_steps
     if test_seed is not None:   # absent by default, so that stored runs keep their settings
         settings["test_seed"] = _fresh_test_seed(test_seed)
+        # the streams training reads: initialisation, pre-training data, fine-tune data
+        taken = {t for s in seeds for t in (s, s + 1, *(1000 * s + 10 * k
+                                                        for k in range(len(multipliers))))}
+        if {settings["test_seed"], settings["test_seed"] + 1} & taken:
+            raise ValueError(f"test_seed must not draw a stream training reads (seeds "
+                             f"{sorted(taken)}), got {test_seed}")
     scratch = val.boolean(scratch, "scratch")
     progress = _interactive_progress() if progress is None else val.boolean(progress, "progress")
     first = [{"id": ("base", s), "kind": "base", "task": task, "config": config, "seed": s,
@@ -1201,7 +1213,7 @@ def plot_vs_steps(result, *, axes=None, split="all"):
         ax.set(title=f"{m}L = {m * result.train_length} tokens", xlabel="fine-tune steps")
         ax.set_ylim(0, 1.04)
     axes[0].set_ylabel(f"accuracy, positions >= {result.train_length}" if split == "all" else
-                       f"accuracy, answer {'>=' if split == 'far' else '<'} "
+                       f"accuracy, key {'>=' if split == 'far' else '<'} "
                        f"{result.train_length} back")
     # Outside the panels, right of the last: inside, it covered the curves it names.
     axes[-1].legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
@@ -1593,7 +1605,7 @@ def own_ceiling(record, reruns, method, *, steps=200, ceiling_steps=2000, split=
     initialisation, other data), on every floating-point path that trained both: ``{"here":
     (mean, low, high, verdict), where: ...}``. A rerun's from-scratch curves are paired with the
     main grid that ``reruns`` (``lab2_reruns.json``) holds from the same CPU (the text of its
-    name before the last comma)."""
+    name before the last comma; the latest, if that CPU ran it more than once)."""
     runs = grid_runs(record)
     if not isinstance(record.get("long_methods"), dict):
         raise ValueError("record has no part 'long_methods' (make lab2-ceiling)")
@@ -1607,6 +1619,11 @@ def own_ceiling(record, reruns, method, *, steps=200, ceiling_steps=2000, split=
                          f"{ceiling_steps!r}")
     if part["seeds"] != main["seeds"]:
         raise ValueError("the long_methods models were trained on other seeds than the main grid")
+    differ = [k for k in ("train_length", "multipliers", "n_test", "test_seed")
+              if part.get("settings", {}).get(k) != main["settings"].get(k)]
+    if differ:
+        raise ValueError(f"the long_methods models were scored with other settings than the main "
+                         f"grid: {differ}")
 
     def gap(run, curves):
         diff = (cell_values(run, method, max(run["multipliers"]), steps, split)
@@ -1618,10 +1635,9 @@ def own_ceiling(record, reruns, method, *, steps=200, ceiling_steps=2000, split=
     for where, curves in part.get("reruns", {}).items():
         cpu = where.rsplit(", ", 1)[0]
         same = [w for w, r in reruns.items() if w.rsplit(", ", 1)[0] == cpu and label in r]
-        if len(same) != 1:
-            raise ValueError(f"reruns must hold one main grid run from the CPU of {where!r}, "
-                             f"found {len(same)}")
-        out[where] = gap(reruns[same[0]][label], curves)
+        if not same:
+            raise ValueError(f"reruns must hold a main grid run from the CPU of {where!r}")
+        out[where] = gap(reruns[same[-1]][label], curves)   # that CPU's latest
     return out
 
 
