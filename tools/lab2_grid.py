@@ -631,8 +631,8 @@ def _test_set(record):
     fresh = record.get("test_set")
     if fresh is None:
         return "Not run (`tools/lab2_grid.py --test-seed N --out DIR`, then `--compare-test-set`)."
-    lines = [f"Every seed's models trained again from the same seeds on this machine, where a "
-             f"seeded run repeats, and scored on "
+    lines = [f"Every seed's models retrained from the same seeds on this machine (a model that "
+             f"differed from the record's would only make the test stricter) and scored on "
              f"{record['main']['settings']['n_test']} other test sequences (test seed "
              f"{fresh['test_seed']}, passkey {fresh['test_seed'] + 1}; `{fresh['command']}`; "
              f"runs {', '.join(fresh['runs'])}): {fresh['cells_that_differ']} of "
