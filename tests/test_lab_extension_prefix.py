@@ -274,6 +274,9 @@ def test_a_fresh_test_set_scores_the_same_models_on_other_sequences():
     assert fresh.base_accuracy[1] == at_l.sum() / counted_l.sum()
     key = evaluate_passkey(params, config, TASK, 32, min_distance=16, n_sequences=8, seed=8)
     assert fresh.passkey["correct"][0, 0, 0, 1] == key[0]
+    # the attention on the answer, a mean over the sequences, tells the sequence sets apart
+    np.testing.assert_allclose(fresh.passkey["needle"][0, 0, 0, 1], key[2], rtol=1e-12)
+    assert not np.allclose(fresh.passkey["needle"][0, 0, 0, 1], usual.passkey["needle"][0, 0, 0, 1])
     # prefix_dynamic's one-pass NTK-aware row reads the same fresh sequences
     scores = prefix_dynamic(TASK, _config(), seeds=(0, 1), train_length=16, multipliers=(2,),
                             steps=3, n_test=8, test_seed=7, workers=1)
