@@ -519,3 +519,32 @@ def test_the_far_splits_distances_and_the_fresh_baseline(text):
     n = sum(len({c["same_as"] or label for label, c in cells.items()})
             for split in ("far", "passkey") for cells in stated_verdicts(GRID, split).values())
     assert 80 <= n <= 100 and "With about 90 verdicts at 95 %, a few may be chance." in text
+
+
+def test_the_attention_on_the_answer_and_the_passkey_in_the_summary(text):
+    """Cell 40's attention statements on every path, and the summary's passkey bounds."""
+    import numpy as np
+
+    runs = [MAIN] + [r[MAIN_LABEL] for r in RERUNS.values() if MAIN_LABEL in r]
+    k, end = MAIN["multipliers"].index(4), MAIN["checkpoints"].index(200)
+
+    def att(run, m):
+        return np.array(run["needle_attention"]["per_seed"])[run["methods"].index(m), k, :, 1]
+
+    for m, word in (("pi", "agrees"), ("dynamic", "agrees"), ("ntk", "unclear"),
+                    ("yarn", "unclear")):
+        for run in runs:
+            a = att(run, m)
+            assert verdict(*paired_bootstrap(a[end] - a[0])[1:]) == word, m
+    times = {m: att(MAIN, m)[end].mean() / att(MAIN, m)[0].mean() for m in ("pi", "dynamic")}
+    assert 2.5 < times["pi"] < 3.5 and 1.5 < times["dynamic"] < 2.5       # "about"
+    assert ("PI about triples the attention on the answer and dynamic NTK about doubles it "
+            "(intervals above 0); NTK-aware and YaRN keep it flat (intervals across 0; both on "
+            "every path)") in text
+    best = {lr: max(mean(run, m, 4, 200, "passkey") for m in run["methods"])
+            for lr, run in (("1e-3", MAIN), ("3e-3", LR["0.003"]))}
+    own = [sum(c["2000"]["passkey"]) / 10 for c in GRID["long_methods"]["curves"].values()]
+    assert (f"fine-tuned for 200 steps at most {f2(best['1e-3'])} at learning rate $10^{{-3}}$ "
+            f"({f2(best['3e-3'])} at $3\\times10^{{-3}}$), trained at $4L$ with a method's "
+            f"frequencies {f2(min(own))}–{f2(max(own))}") in text
+    assert max(mean(LR["0.0003"], m, 4, 200, "passkey") for m in MAIN["methods"]) < best["3e-3"]

@@ -317,7 +317,11 @@ def _long_curves(record, part):
             lines.append(f"| {label} | {turns:.2f} | {steps} | {_cell(acc['far'])} | "
                          f"{above}/{len(acc['far'])} | {_cell(acc['passkey'])} |")
     for where, curves in record[part].get("reruns", {}).items():
-        lines += ["", f"Rerun, {where}: far split at 4L (seeds above position-blind) by steps:"]
+        mine = [x for c in record[part]["curves"].values() for a in c.values() for x in a["far"]]
+        same = sum(a == b for a, b in zip(mine, [x for c in curves.values() for a in c.values()
+                                                 for x in a["far"]], strict=True))
+        lines += ["", f"Rerun, {where}: far split at 4L (seeds above position-blind) by steps; "
+                      f"{same} of {len(mine)} per-seed values are this machine's exactly:"]
         for name, curve in curves.items():
             lines.append(f"- {configs[name][0]}: " + "; ".join(
                 f"{steps}: {_cell(acc['far'])} ({int((np.array(acc['far']) > blind).sum())}/"

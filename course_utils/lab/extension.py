@@ -1540,8 +1540,9 @@ def _count_held(stated, theirs):
 
 def test_set_check(record, split="far"):
     """How the verdicts stated from the record and its floating-point reruns
-    (:func:`stated_verdicts`) fare on a fresh test set: the same models (the same seeds, so
-    the same weights on this path) scored on other sequences, stored in
+    (:func:`stated_verdicts`) fare on a fresh test set: the models retrained from the same
+    seeds (on one machine a seeded run repeats, which the record does not show) scored on other
+    sequences, stored in
     ``record["test_set"]`` by ``tools/lab2_grid.py --compare-test-set``. ``(held, stated,
     changed)`` as :func:`rerun_test`. Raises when the comparison was made against runs the
     record no longer holds."""
