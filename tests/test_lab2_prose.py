@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+import numpy as np
 import pytest
 
 from course_utils.lab.extension import (
@@ -252,7 +253,11 @@ def test_verdicts_the_text_states_are_the_stated_ones(text):
     for claim in ("3.3 dynamic over RoPE (4L, 0 steps)",
                   "3.3 dynamic over NTK set for 2L (4L, 0)"):
         assert {c["stated"] for c in key[claim].values()} == {"unclear"}
-    assert "as section 3.3 argues (on the passkey unclear)" in text
+    key = path_verdicts(GRID, RERUNS, MAIN_LABEL, ("dynamic_prefix", 4, 0), ("ntk_short", 4, 0),
+                        "passkey")
+    assert sorted(p[3] for p in key.values()) == ["disagrees", "disagrees", "unclear"]
+    assert (f"as section 3.3 argues (on the passkey {signed(key['here'][0])}, below 0 on two of "
+            "three paths: unclear)").replace("-0.03", "−0.03") in text
     # the learning rates: each verdict after fine-tuning keeps its direction or becomes
     # unclear, but one
     tuned = {name for name, _, a, b in CLAIMS if a[2] or b[2]}
@@ -327,6 +332,15 @@ def test_the_model_trained_at_4l_at_a_base_for_4l(text):
             f"after 500 steps, on fewer tokens than PI's pre-training and fine-tune, PI after "
             f"200 steps at {f2(pi_1e4)}, and NTK-aware, dynamic NTK and YaRN at 1.00") in text
     assert all(f2(cell_values(BASE, m, 4, 200).mean()) == "1.00" for m in ("ntk", "dynamic", "yarn"))
+    # "PI below it, seed-matched, on both paths that trained it"
+    sb = [w for w in RERUNS if "base 10000" in RERUNS[w]]
+    for where, curve in GRID["long_base"]["reruns"].items():
+        run = RERUNS[[w for w in sb if w.split(",")[0] == where.split(",")[0]][-1]]["base 10000"]
+        for pi, model in ((BASE, curves[llama]), (run, curve[llama])):
+            d = cell_values(pi, "pi", 4, 200) - np.array(model["500"]["far"])
+            assert verdict(*paired_bootstrap(d)[1:]) == "disagrees"
+    assert "and NTK-aware, dynamic NTK and YaRN at 1.00 (PI below it, seed-matched, on both " \
+           "paths that trained it)" in text
     s = MAIN["settings"]
     long_tokens = 500 * s["scratch_batch"] * 4 * s["train_length"]
     pi_tokens = s["steps"] * s["batch"] * s["train_length"] + 200 * s["tune_batch"] * 4 * s[
@@ -386,8 +400,14 @@ def test_gains_attention_and_temperature_scope(text):
     ends = [p[1:3] for n in LR["0.003"]["checkpoints"] for p in path_verdicts(
         GRID, RERUNS, label, ("yarn", 4, n), ("yarn_no_t", 4, n)).values()]
     assert any(lo > 0 for lo, _ in ends) and any(hi < 0 for _, hi in ends)
-    assert "at the other two rates single paths fall outside 0, on either side at $3\\times10^{-3}$" \
-        in text
+    words = {n: [p[3] for p in path_verdicts(GRID, RERUNS, label, ("yarn", 4, n),
+                                             ("yarn_no_t", 4, n)).values()]
+             for n in LR["0.003"]["checkpoints"][1:]}
+    assert words[25].count("agrees") == 2 and "disagrees" not in words[25]
+    assert [words[n].count("disagrees") for n in (50, 100, 200)] == [0, 1, 1]
+    assert [words[n].count("agrees") for n in (50, 100, 200)] == [0, 0, 0]
+    assert ("at the other two rates some paths fall outside 0: at $3\\times10^{-3}$ two of three "
+            "above it after 25 steps, one below at 100 and at 200;") in text
     ends = [p[1:3] for n in LR["0.0003"]["checkpoints"] for p in path_verdicts(
         GRID, RERUNS, "lr 0.0003", ("yarn", 4, n), ("yarn_no_t", 4, n)).values()]
     assert any(lo > 0 or hi < 0 for lo, hi in ends)
@@ -548,3 +568,17 @@ def test_the_attention_on_the_answer_and_the_passkey_in_the_summary(text):
             f"({f2(best['3e-3'])} at $3\\times10^{{-3}}$), trained at $4L$ with a method's "
             f"frequencies {f2(min(own))}–{f2(max(own))}") in text
     assert max(mean(LR["0.0003"], m, 4, 200, "passkey") for m in MAIN["methods"]) < best["3e-3"]
+
+
+def test_the_held_out_reruns_power(text):
+    """Of the far-split verdicts stated before the held-out rerun, how many were near 0 (an
+    interval end within 0.03 of it): the ones a path could plausibly have moved."""
+    order = list(GRID["reruns"])
+    (held_out,) = [w for w in order if GRID["reruns"][w]["held_out"]]
+    before = {**GRID, "reruns": {w: GRID["reruns"][w] for w in order[:order.index(held_out)]}}
+    near = [c for cells in stated_verdicts(before, "far").values() for c in cells.values()
+            if not c["same_as"] and c["stated"] != "unclear"
+            and (c["low"] if c["stated"] == "agrees" else -c["high"]) < 0.03]
+    kept, stated, _ = rerun_test(GRID, held_out)
+    assert kept == stated
+    assert f"keeps all {stated}, only {len(near)} of them within 0.03 of 0" in text

@@ -601,6 +601,17 @@ def compare(record, other, allow=()):
     return out
 
 
+def _near_zero(stated, changed, margin=0.03):
+    """``(near, kept)``: of the stated verdicts (one per measurement), how many have their
+    interval's nearer end within ``margin`` of 0 here, and how many of those a rerun kept (it
+    changed the ``changed`` ones): how hard the rerun tested the rule."""
+    moved = {(claim, label) for claim, label, *_ in changed}
+    near = [(claim, label) for claim, cells in stated.items() for label, c in cells.items()
+            if not c["same_as"] and c["stated"] != "unclear"
+            and (c["low"] if c["stated"] == "agrees" else -c["high"]) < margin]
+    return len(near), sum(pair not in moved for pair in near)
+
+
 def _reruns(record):
     lines = []
     for where, diff in record.get("reruns", {}).items():
@@ -622,6 +633,13 @@ def _reruns(record):
                          + (": changed " + "; ".join(f"{c} / {lab}: {a} -> {b}"
                                                      for c, lab, a, b in changed)
                             if changed else "") + ".")
+            if diff.get("held_out"):
+                order = list(record["reruns"])
+                before = {**record, "reruns": {w: record["reruns"][w]
+                                               for w in order[:order.index(where)]}}
+                near, kept = _near_zero(stated_verdicts(before, split), changed)
+                lines[-1] += (f" Of those, {near} had an interval end within 0.03 of 0 here "
+                              f"(the ones a path could plausibly move); it kept {kept}.")
     if not lines:
         return "No rerun recorded."
     return ("The grid rerun under emulated CPUs (`tools/lab2_grid.py --out DIR` with an "
@@ -645,11 +663,12 @@ def _test_set(record):
              "test sequences; this reads how much the sequences move the verdicts.", ""]
     for split in ("far", "passkey"):
         held, stated, changed = test_set_check(record, split)
+        near, kept = _near_zero(stated_verdicts(record, split), changed)
         lines.append(f"- {split}: of the {stated} measurements whose verdict the paths state "
                      f"(agrees or disagrees), the fresh test set gives the same for {held}"
                      + (": changed " + "; ".join(f"{c} / {lab}: {a} -> {b}"
                                                  for c, lab, a, b in changed) if changed else "")
-                     + ".")
+                     + f". {near} of them had an interval end within 0.03 of 0; it kept {kept}.")
     return "\n".join(lines)
 
 
