@@ -477,8 +477,8 @@ PASSKEY_SEED = 4321
 def evaluate_passkey(params, config, task, length, *, min_distance, n_sequences=128,
                      seed=PASSKEY_SEED, batch=32, dynamic_prefix=None):
     """Accuracy on :func:`~course_utils.lab.tasks.far_recall_batch` (one query per sequence,
-    its key's only earlier copy ``min_distance`` or more tokens back) and the attention the query pays to the
-    answer.
+    its key's only earlier copy ``min_distance`` or more tokens back) and the attention the
+    query pays to the answer.
 
     The answer is the value token after the needle, the only earlier copy of the query's key,
     at ``q - d + 1`` for the query at ``q`` and the distance ``d`` of :func:`answer_distance`.
@@ -888,7 +888,7 @@ def run_context_extension(task, config, *, train_length=16, multipliers=(2, 4),
         ``None`` scores every model on the default test sequences (those of
         :func:`evaluate_by_distance` and :func:`evaluate_passkey`); an integer draws a fresh
         test set from ``test_seed`` (recall) and ``test_seed + 1`` (passkey), baselines
-        included, and is stored in the settings: the same models, scored on other sequences.
+        included, and is stored in the settings: the same seeds' models, on other sequences.
     workers : int or None
         Worker processes (``None``: one per CPU core).
     progress : bool or None
@@ -1542,9 +1542,8 @@ def test_set_check(record, split="far"):
     """How the verdicts stated from the record and its floating-point reruns
     (:func:`stated_verdicts`) fare on a fresh test set: the models retrained from the same
     seeds (on one machine a seeded run repeats, which the record does not show) scored on other
-    sequences, stored in
-    ``record["test_set"]`` by ``tools/lab2_grid.py --compare-test-set``. ``(held, stated,
-    changed)`` as :func:`rerun_test`. Raises when the comparison was made against runs the
+    sequences, stored in ``record["test_set"]`` by ``tools/lab2_grid.py --compare-test-set``.
+    ``(held, stated, changed)`` as :func:`rerun_test`. Raises when the comparison was made against runs the
     record no longer holds."""
     fresh = record.get("test_set") if isinstance(record, dict) else None
     split = val.choice(split, "split", _RERUN_SPLITS)
