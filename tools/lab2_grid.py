@@ -638,8 +638,8 @@ def _reruns(record):
                 before = {**record, "reruns": {w: record["reruns"][w]
                                                for w in order[:order.index(where)]}}
                 near, kept = _near_zero(stated_verdicts(before, split), changed)
-                lines[-1] += (f" Of those, {near} had an interval end within 0.03 of 0 here "
-                              f"(the ones a path could plausibly move); it kept {kept}.")
+                lines[-1] += (f" Of those, {near} had an interval end within 0.03 of 0 here; "
+                              f"it kept {kept}.")
     if not lines:
         return "No rerun recorded."
     return ("The grid rerun under emulated CPUs (`tools/lab2_grid.py --out DIR` with an "
