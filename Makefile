@@ -155,7 +155,7 @@ lab2-grid: setup ## Context-extension lab (notebook 12): 10 seeds, paired fine-t
 lab2-ceiling: setup ## Context-extension lab (notebook 12): the model trained at 4L from scratch for 8000 and 16000 steps, at a base for 4L and at 1e4, and with PI's, NTK-aware's and YaRN's frequencies for 4L, for 250-2000 steps, 10 seeds (about 115 min on 2 cores, measured part by part on shared ones), added to the grid's record
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2 --parts ceiling long_base long_methods
 
-lab2-test-set: setup ## Context-extension lab (notebook 12): the grid's models scored on a fresh test set (test seed 5678; about 20 min on 2 cores), compared with the stated verdicts in the grid's record
+lab2-test-set: setup ## Context-extension lab (notebook 12): the grid's models scored on a fresh test set (test seed 5678; 18 min measured on 2 shared cores), compared with the stated verdicts in the grid's record
 	OMP_NUM_THREADS=1 nice -n 5 $(PYTHON) tools/lab2_grid.py --workers 2 --parts main lr base beta prefix --test-seed 5678 --out _build/lab2_test_set
 	$(PYTHON) tools/lab2_grid.py --compare-test-set _build/lab2_test_set/lab2_grid.json
 
