@@ -393,8 +393,8 @@ def test_gains_attention_and_temperature_scope(text):
     words = path_verdicts(GRID, RERUNS, "lr 0.0003", ("dynamic", 4, 200), ("ntk", 4, 200))
     assert {w[3] for w in words.values()} == {"disagrees"}
     quoted = signed(words["here"][0]).replace("-", "−")
-    assert (f"(at $3\\times10^{{-4}}$ dynamic NTK ends behind NTK-aware at $4L$, {quoted} on "
-            "every path)") in text
+    assert (f"(at $3\\times10^{{-4}}$ dynamic NTK ends behind NTK-aware at $4L$, {quoted}, below "
+            "0 on every path)") in text
     # the temperature at learning rate 3e-3: single paths on either side of 0
     label = "lr 0.003"
     ends = [p[1:3] for n in LR["0.003"]["checkpoints"] for p in path_verdicts(
