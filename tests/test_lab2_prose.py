@@ -245,7 +245,8 @@ def test_verdicts_the_text_states_are_the_stated_ones(text):
         for claim in ("NTK-aware over PI (2L, 0 steps)", "NTK-aware over PI (4L, 0 steps)",
                       "temperature helps YaRN (4L, 25)"):
             assert far[claim][label]["stated"] == "unclear", (claim, label)
-    assert "NTK-aware over PI with no fine-tune and the temperature are unclear" in text
+    assert "NTK-aware over PI with no fine-tune and the temperature are unclear on far " \
+           "queries" in text
     for claim in ("YaRN before PI (2L, 25 steps)", "NTK-aware over PI (2L, 0 steps)",
                   "temperature helps YaRN (4L, 25)"):
         assert far[claim]["base 10000"]["stated"] == "agrees"

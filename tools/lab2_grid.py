@@ -427,7 +427,7 @@ def render(record, *, workers=None):
         "  ten seeds a percentile interval runs narrower than a Student-t interval (9 degrees of",
         "  freedom); where the two verdicts differ the tables add the t verdict (`t: unclear`).",
         "  Every seed is scored on the same test sequences, so test-set sampling is not in the",
-        "  intervals; among about a hundred verdicts at 95 % each a few are expected by chance.",
+        "  intervals; among about 90 verdicts at 95 % each a few are expected by chance.",
         "- floating-point paths: training is chaotic, and the grid rerun on an emulated CPU gives",
         "  other per-seed accuracies, so an interval that ends near 0 can cross it. The verdict",
         "  stated in the tables below is the one every recorded path gives; where the paths",
